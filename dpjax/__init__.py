@@ -1,0 +1,31 @@
+"""dpjax: measure how much privacy Langevin-type samplers leak.
+
+Coupled chains on neighbouring datasets, pluggable accountants (one privacy-curve type),
+and empirical divergence estimates with honest confidence.
+"""
+from __future__ import annotations
+
+from .data import Dataset, NeighbouringPair, add_remove, make_dataset, make_pair, replace_one
+from .models.base import Model
+from .accountants.curve import PrivacyCurve, Provenance
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Dataset",
+    "NeighbouringPair",
+    "make_dataset",
+    "make_pair",
+    "replace_one",
+    "add_remove",
+    "Model",
+    "PrivacyCurve",
+    "Provenance",
+]
+
+try:  # the coupled runner (added with the samplers)
+    from .coupled import CoupledResult, run_coupled  # noqa: F401
+
+    __all__ += ["run_coupled", "CoupledResult"]
+except ImportError:  # pragma: no cover
+    pass

@@ -1,0 +1,163 @@
+"""One privacy-curve type for every accountant and estimator.
+
+A :class:`PrivacyCurve` holds, in float64, an RDP curve (``orders``, ``rdp`` with the orders
+on its last axis, possibly with leading batch axes) and/or a privacy profile
+(``epsilons``, ``deltas``: delta(eps) on a grid), plus :class:`Provenance` (which result,
+which mode, which assumptions). It is a pytree: the arrays are leaves, the provenance is
+static metadata.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import jax
+import numpy as np
+
+from . import conversions
+
+
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    """Where a curve comes from: the result (e.g. "paper 001 Theorem 5.2"), the mode
+    ("paper", "strict", "exact", "bound", "estimate"), and the assumptions it relies on."""
+
+    result: str
+    mode: str = "bound"
+    assumptions: tuple = ()
+    released: str = ""  # "last iterate", "path", "posterior sample", ...
+
+    def describe(self) -> str:
+        parts = [self.result, f"mode={self.mode}"]
+        if self.released:
+            parts.append(f"releases {self.released}")
+        if self.assumptions:
+            parts.append("assumes " + "; ".join(self.assumptions))
+        return ", ".join(parts)
+
+
+def _as_f64(x):
+    return None if x is None else np.asarray(x, dtype=np.float64)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class PrivacyCurve:
+    """RDP values over orders and/or a delta(eps) profile, with provenance.
+
+    Use :meth:`from_rdp` or :meth:`from_profile` to build one (they validate).
+    """
+
+    orders: Optional[np.ndarray] = None
+    rdp: Optional[np.ndarray] = None
+    epsilons: Optional[np.ndarray] = None
+    deltas: Optional[np.ndarray] = None
+    provenance: Provenance = dataclasses.field(default=Provenance("unspecified"), metadata=dict(static=True))
+
+    # --- construction -------------------------------------------------------------------
+    @classmethod
+    def from_rdp(cls, orders, rdp, provenance: Provenance) -> "PrivacyCurve":
+        orders, rdp = conversions._check_orders_rdp(orders, np.broadcast_to(_as_f64(rdp), np.shape(rdp)))
+        return cls(orders=orders, rdp=np.array(rdp), provenance=provenance)
+
+    @classmethod
+    def from_profile(cls, epsilons, deltas, provenance: Provenance) -> "PrivacyCurve":
+        """A delta(eps) profile on a grid of ``epsilons`` (increasing, >= 0)."""
+        eps = _as_f64(epsilons)
+        dl = _as_f64(deltas)
+        if eps.ndim != 1 or eps.size == 0 or np.any(np.diff(eps) <= 0) or np.any(eps < 0):
+            raise ValueError("epsilons must be a non-empty increasing 1-D grid of values >= 0")
+        if dl.shape[-1:] != eps.shape:
+            raise ValueError(f"deltas has shape {dl.shape}; its last axis must match epsilons' length {eps.size}")
+        if np.any(np.isnan(dl)) or np.any(dl < 0) or np.any(dl > 1):
+            raise ValueError("deltas must lie in [0, 1]")
+        return cls(epsilons=eps, deltas=dl, provenance=provenance)
+
+    @property
+    def has_rdp(self) -> bool:
+        return self.rdp is not None
+
+    @property
+    def has_profile(self) -> bool:
+        return self.deltas is not None
+
+    # --- queries ------------------------------------------------------------------------
+    def epsilon(self, delta, conversion: str = "balle") -> np.ndarray:
+        """Smallest eps this curve certifies at ``delta`` (min over RDP orders and profile).
+
+        From a profile on a grid the answer is the smallest grid eps whose delta is <= the
+        target (rounded up to the grid, so it stays a valid guarantee).
+        """
+        candidates = []
+        if self.has_rdp:
+            candidates.append(conversions.rdp_to_epsilon(self.orders, self.rdp, delta, conversion))
+        if self.has_profile:
+            d = conversions._check_delta(delta)[..., None]
+            ok = self.deltas <= d
+            idx = np.argmax(ok, axis=-1)
+            eps = np.where(np.any(ok, axis=-1), self.epsilons[idx], np.inf)
+            candidates.append(eps)
+        if not candidates:
+            raise ValueError("this curve has neither RDP values nor a profile")
+        return np.minimum.reduce(np.broadcast_arrays(*candidates))
+
+    def delta(self, epsilon, conversion: str = "balle") -> np.ndarray:
+        """Smallest delta this curve certifies at ``epsilon``."""
+        candidates = []
+        if self.has_rdp:
+            candidates.append(conversions.rdp_to_delta(self.orders, self.rdp, epsilon, conversion))
+        if self.has_profile:
+            e = np.asarray(epsilon, dtype=np.float64)
+            if np.any(np.isnan(e)) or np.any(e < 0):
+                raise ValueError(f"epsilon={epsilon!r} violates epsilon >= 0")
+            # delta(eps) is non-increasing: use the largest grid eps <= the query.
+            idx = np.searchsorted(self.epsilons, e, side="right") - 1
+            vals = np.take(self.deltas, np.clip(idx, 0, None), axis=-1)
+            candidates.append(np.where(idx >= 0, vals, 1.0))
+        if not candidates:
+            raise ValueError("this curve has neither RDP values nor a profile")
+        return np.minimum.reduce(np.broadcast_arrays(*candidates))
+
+    def rdp_at(self, orders) -> np.ndarray:
+        """RDP values at given orders, which must be among this curve's orders."""
+        if not self.has_rdp:
+            raise ValueError("this curve has no RDP values")
+        orders = np.atleast_1d(np.asarray(orders, dtype=np.float64))
+        idx = np.array([np.flatnonzero(np.isclose(self.orders, a, rtol=0, atol=1e-12))[:1] for a in orders], dtype=object)
+        out = []
+        for a, i in zip(orders, idx):
+            if len(i) == 0:
+                raise ValueError(f"order {a} is not among this curve's orders")
+            out.append(self.rdp[..., int(i[0])])
+        return np.stack(out, axis=-1)
+
+    # --- composition --------------------------------------------------------------------
+    def compose(self, other: "PrivacyCurve", provenance: Optional[Provenance] = None) -> "PrivacyCurve":
+        """Adaptive composition: RDP values add at each order (orders must match)."""
+        if not (self.has_rdp and other.has_rdp):
+            raise ValueError("composition needs RDP values on both curves (profiles do not compose by addition)")
+        if self.orders.shape != other.orders.shape or not np.allclose(self.orders, other.orders, rtol=0, atol=1e-12):
+            raise ValueError("curves must share the same orders to compose")
+        prov = provenance or Provenance(
+            result=f"composition of [{self.provenance.result}] and [{other.provenance.result}]",
+            mode=self.provenance.mode if self.provenance.mode == other.provenance.mode else "bound",
+            assumptions=tuple(dict.fromkeys(self.provenance.assumptions + other.provenance.assumptions)),
+        )
+        return PrivacyCurve.from_rdp(self.orders, self.rdp + other.rdp, prov)
+
+    def self_compose(self, times: int) -> "PrivacyCurve":
+        """``times``-fold composition with itself (RDP multiplied by ``times``)."""
+        if isinstance(times, bool) or not isinstance(times, (int, np.integer)) or times < 1:
+            raise ValueError(f"times={times!r} violates times a positive integer")
+        if not self.has_rdp:
+            raise ValueError("self_compose needs RDP values")
+        prov = dataclasses.replace(self.provenance, result=f"{times}-fold composition of [{self.provenance.result}]")
+        return PrivacyCurve.from_rdp(self.orders, self.rdp * times, prov)
+
+    def __repr__(self) -> str:
+        what = []
+        if self.has_rdp:
+            what.append(f"{self.orders.size} orders")
+        if self.has_profile:
+            what.append(f"profile on {self.epsilons.size} eps")
+        return f"PrivacyCurve({', '.join(what)}; {self.provenance.describe()})"

@@ -1,0 +1,1 @@
+"""Benchmarks behind ``dpjax bench NAME``: always a ratio against a baseline measured in the same run."""

@@ -1,0 +1,150 @@
+"""The ``dpjax`` command: ``demo``, ``reproduce NAME``, ``bench NAME``, ``sweep CONFIG``.
+
+Subcommands are registries of modules so each result lives in its own module:
+``dpjax.experiments.<module>`` exposes ``add_arguments(parser)`` and
+``run(args) -> (results: dict, figure)``; ``dpjax.bench.<module>`` exposes
+``add_arguments(parser)`` and ``run(args) -> dict``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+# NAME on the command line -> module under dpjax.experiments
+EXPERIMENTS = {
+    "sgld-interim": "sgld_interim",
+    "girsanov-quadratic": "girsanov_quadratic",
+    "gibbs-gaussian-mean": "gibbs_gaussian_mean",
+    "contamination-mean": "contamination_mean",
+    "expfam-beta": "expfam_beta",
+}
+BENCHMARKS = {
+    "coupled": "coupled",
+    "accountant": "accountant",
+    "estimators": "estimators",
+}
+
+
+def to_jsonable(obj):
+    """Convert numpy/jax scalars and arrays (and nested containers) for ``json.dump``.
+
+    Non-finite floats become the strings "inf", "-inf", "nan" so the file stays valid JSON.
+    """
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if hasattr(obj, "__array__") and not isinstance(obj, (str, bytes)):
+        arr = np.asarray(obj)
+        return to_jsonable(arr.tolist()) if arr.ndim else to_jsonable(arr.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return to_jsonable(float(obj))
+    return obj
+
+
+def _load(package: str, module: str):
+    return importlib.import_module(f"dpjax.{package}.{module}")
+
+
+def _cmd_reproduce(args) -> int:
+    module = _load("experiments", EXPERIMENTS[args.name])
+    results, figure = module.run(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = out / f"{args.name}.json"
+    png_path = out / f"{args.name}.png"
+    json_path.write_text(json.dumps(to_jsonable(results), indent=2))
+    if figure is not None:
+        figure.savefig(png_path, dpi=120, bbox_inches="tight")
+    print(f"wrote {json_path}" + (f" and {png_path}" if figure is not None else ""))
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    module = _load("bench", BENCHMARKS[args.name])
+    result = module.run(args)
+    if args.json:
+        print(json.dumps(to_jsonable(result)))
+    else:
+        for k, v in to_jsonable(result).items():
+            print(f"{k:>28}: {v}")
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dpjax", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="paper 000's story at reduced n: a private posterior, a non-private interim iterate")
+    try:
+        from .demo import add_arguments as demo_args
+
+        demo_args(demo)
+    except ImportError:  # pragma: no cover - demo module missing in a partial checkout
+        pass
+    demo.set_defaults(func=_cmd_demo)
+
+    rep = sub.add_parser("reproduce", help="regenerate a paper result: writes OUT/NAME.json and OUT/NAME.png")
+    rep_sub = rep.add_subparsers(dest="name", required=True)
+    for name, module_name in EXPERIMENTS.items():
+        p = rep_sub.add_parser(name)
+        p.add_argument("--out", default="out", help="output folder (default: out)")
+        p.add_argument("--quick", action="store_true", help="smaller Monte Carlo sizes")
+        p.add_argument("--seed", type=int, default=0)
+        try:
+            _load("experiments", module_name).add_arguments(p)
+        except ImportError as err:  # a result not built yet: say so when it is asked for
+            p.set_defaults(_missing=str(err))
+        p.set_defaults(func=_cmd_reproduce)
+
+    bench = sub.add_parser("bench", help="benchmarks, each as a ratio against a baseline measured in the same run")
+    bench_sub = bench.add_subparsers(dest="name", required=True)
+    for name, module_name in BENCHMARKS.items():
+        p = bench_sub.add_parser(name)
+        p.add_argument("--json", action="store_true", help="print one JSON line")
+        try:
+            _load("bench", module_name).add_arguments(p)
+        except ImportError as err:
+            p.set_defaults(_missing=str(err))
+        p.set_defaults(func=_cmd_bench)
+
+    sweep = sub.add_parser("sweep", help="run a configuration grid into a resumable Parquet results store")
+    sweep.add_argument("config")
+    sweep.add_argument("--out", required=True)
+
+    def _cmd_sweep(args) -> int:
+        from .sweep import main as sweep_main
+
+        return sweep_main(args)
+
+    sweep.set_defaults(func=_cmd_sweep)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    missing = getattr(args, "_missing", None)
+    if missing:
+        parser.error(f"{args.command} {args.name} is not available in this build: {missing}")
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""Datasets and neighbouring pairs.
+
+A :class:`Dataset` is a pytree whose leaves all share a leading record axis, plus a float
+``mask`` over that axis (1 = the record is present). The mask lets add/remove adjacency keep
+static shapes: D' is D with one record's mask set to 0, so both chains of a coupled pair run
+the same compiled program on arrays of the same shape.
+
+A :class:`NeighbouringPair` holds (D, D'), the index of the record that differs and the
+adjacency ("replace-one" or "add-remove").
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+ADJACENCIES = ("replace-one", "add-remove")
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """Records as a dict of arrays with a common leading axis, and a presence mask.
+
+    ``fields["x"][i]`` is field ``x`` of record ``i``. ``mask[i]`` is 1.0 when record ``i``
+    is present and 0.0 when it has been removed (add/remove adjacency).
+    """
+
+    fields: dict
+    mask: jax.Array
+
+    @property
+    def num_slots(self) -> int:
+        """Length of the record axis (present and removed records)."""
+        return int(self.mask.shape[0])
+
+    @property
+    def num_records(self) -> jax.Array:
+        """Number of present records (the mask's sum)."""
+        return jnp.sum(self.mask)
+
+    def __getitem__(self, name: str) -> jax.Array:
+        return self.fields[name]
+
+    def record(self, index: int) -> dict:
+        """Record ``index`` as a dict of its fields."""
+        return {k: v[index] for k, v in self.fields.items()}
+
+
+def make_dataset(mask: Any = None, **fields: Any) -> Dataset:
+    """Build a validated :class:`Dataset` from named arrays with a common leading axis.
+
+    Raises ``ValueError`` when fields have different record counts, when a value is not
+    finite, or when the mask is not 0/1 of the right length.
+    """
+    if not fields:
+        raise ValueError("make_dataset needs at least one field, e.g. make_dataset(x=..., y=...)")
+    arrays = {}
+    counts = {}
+    for name, value in fields.items():
+        arr = np.asarray(value)
+        if arr.ndim == 0:
+            raise ValueError(f"field {name!r} is a scalar; every field needs a leading record axis")
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"field {name!r} has dtype {arr.dtype}; fields must be numeric")
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            bad = int(np.argwhere(~np.isfinite(arr.reshape(arr.shape[0], -1)))[0][0])
+            raise ValueError(f"field {name!r} has a non-finite value in record {bad}; all data must be finite")
+        counts[name] = arr.shape[0]
+        arrays[name] = jnp.asarray(arr)
+    if len(set(counts.values())) != 1:
+        raise ValueError(f"fields have different record counts {counts}; every field needs the same leading axis length")
+    n = next(iter(counts.values()))
+    if n == 0:
+        raise ValueError("dataset has 0 records; at least one is needed")
+    if mask is None:
+        mask_arr = np.ones(n)
+    else:
+        mask_arr = np.asarray(mask, dtype=float)
+        if mask_arr.shape != (n,):
+            raise ValueError(f"mask has shape {mask_arr.shape}; it must have shape ({n},), one entry per record")
+        if not np.all((mask_arr == 0) | (mask_arr == 1)):
+            raise ValueError("mask must contain only 0 (removed) and 1 (present)")
+    return Dataset(fields=arrays, mask=jnp.asarray(mask_arr))
+
+
+def _check_index(index: Any, n: int) -> int:
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"index={index!r} must be an integer record index")
+    if not 0 <= int(index) < n:
+        raise ValueError(f"index={index} is out of range; it must satisfy 0 <= index < {n}")
+    return int(index)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class NeighbouringPair:
+    """Neighbouring datasets (D, D') that differ in the record at ``index``."""
+
+    dataset: Dataset
+    neighbour: Dataset
+    index: int = dataclasses.field(metadata=dict(static=True))
+    adjacency: str = dataclasses.field(metadata=dict(static=True))
+
+    def __post_init__(self):
+        if self.adjacency not in ADJACENCIES:
+            raise ValueError(f"adjacency={self.adjacency!r} is not one of {ADJACENCIES}")
+
+
+def replace_one(dataset: Dataset, index: int, record: Mapping[str, Any]) -> NeighbouringPair:
+    """D' = D with record ``index`` replaced by ``record`` (replace-one adjacency)."""
+    index = _check_index(index, dataset.num_slots)
+    missing = set(dataset.fields) - set(record)
+    extra = set(record) - set(dataset.fields)
+    if missing or extra:
+        raise ValueError(f"record has fields {sorted(record)}; it must have exactly the dataset's fields {sorted(dataset.fields)}")
+    new_fields = {}
+    for name, arr in dataset.fields.items():
+        value = np.asarray(record[name])
+        if value.shape != arr.shape[1:]:
+            raise ValueError(f"record[{name!r}] has shape {value.shape}; it must have shape {arr.shape[1:]}")
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            raise ValueError(f"record[{name!r}]={value!r} is not finite; all data must be finite")
+        new_fields[name] = arr.at[index].set(jnp.asarray(value, dtype=arr.dtype))
+    neighbour = Dataset(fields=new_fields, mask=dataset.mask)
+    return NeighbouringPair(dataset=dataset, neighbour=neighbour, index=index, adjacency="replace-one")
+
+
+def add_remove(dataset: Dataset, index: int) -> NeighbouringPair:
+    """D' = D without record ``index`` (add/remove adjacency, static shapes via the mask)."""
+    index = _check_index(index, dataset.num_slots)
+    if float(dataset.mask[index]) != 1.0:
+        raise ValueError(f"record {index} is already removed (mask 0); add_remove needs a present record")
+    neighbour = Dataset(fields=dataset.fields, mask=dataset.mask.at[index].set(0.0))
+    return NeighbouringPair(dataset=dataset, neighbour=neighbour, index=index, adjacency="add-remove")
+
+
+def make_pair(dataset: Dataset, neighbour: Dataset, adjacency: str = "replace-one") -> NeighbouringPair:
+    """Validate two datasets as neighbours and find the record where they differ.
+
+    Raises ``ValueError`` when they differ in no record or in more than one.
+    """
+    if adjacency not in ADJACENCIES:
+        raise ValueError(f"adjacency={adjacency!r} is not one of {ADJACENCIES}")
+    if set(dataset.fields) != set(neighbour.fields) or dataset.num_slots != neighbour.num_slots:
+        raise ValueError("dataset and neighbour must have the same fields and the same number of record slots")
+    differs = np.asarray(dataset.mask) != np.asarray(neighbour.mask)
+    for name in dataset.fields:
+        a = np.asarray(dataset.fields[name]).reshape(dataset.num_slots, -1)
+        b = np.asarray(neighbour.fields[name]).reshape(dataset.num_slots, -1)
+        differs |= np.any(a != b, axis=1)
+    where = np.flatnonzero(differs)
+    if len(where) != 1:
+        raise ValueError(
+            f"dataset and neighbour differ in {len(where)} records (indices {where[:10].tolist()}); neighbours must differ in exactly one"
+        )
+    index = int(where[0])
+    if adjacency == "add-remove":
+        if not (float(dataset.mask[index]) == 1.0 and float(neighbour.mask[index]) == 0.0):
+            raise ValueError(f"add-remove pair must have record {index} present in dataset and removed (mask 0) in neighbour")
+    elif float(dataset.mask[index]) != float(neighbour.mask[index]):
+        raise ValueError("replace-one pair must have the same mask in both datasets")
+    return NeighbouringPair(dataset=dataset, neighbour=neighbour, index=index, adjacency=adjacency)

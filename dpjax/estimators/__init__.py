@@ -1,0 +1,1 @@
+"""Empirical privacy-loss estimators from samples of a mechanism's output on D and D'."""

@@ -1,0 +1,1 @@
+"""One module per paper result, behind ``dpjax reproduce NAME``."""

@@ -1,0 +1,1 @@
+"""Samplers as pure (init, step) kernels."""

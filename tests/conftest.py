@@ -1,0 +1,1 @@
+"""Shared test configuration. Tests enable float64 where they compute privacy numbers."""
