@@ -1,0 +1,26 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dpjax.cli import EXPERIMENTS, build_parser, to_jsonable
+
+
+def test_to_jsonable_handles_numpy_and_non_finite():
+    obj = {"a": np.float64(1.5), "b": np.arange(3), "c": [np.inf, -np.inf, float("nan")], 4: np.int64(2)}
+    out = json.loads(json.dumps(to_jsonable(obj)))
+    assert out == {"a": 1.5, "b": [0, 1, 2], "c": ["inf", "-inf", "nan"], "4": 2}
+
+
+def test_parser_lists_every_paper_result():
+    parser = build_parser()
+    for name in EXPERIMENTS:
+        args = parser.parse_args(["reproduce", name, "--out", "x"])
+        assert args.name == name and args.out == "x"
+
+
+def test_unknown_experiment_is_rejected(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["reproduce", "no-such-result"])
+    assert "invalid choice" in capsys.readouterr().err
