@@ -62,14 +62,12 @@ def run_demo(args) -> int:
 
 def compute_demo(args) -> dict:
     """Everything the demo prints, as a dict (the table rows, the exact curve, the figure path)."""
-    import jax.numpy as jnp
-
-    from . import make_dataset, replace_one, run_coupled, samplers
+    from . import run_coupled
     from .accountants import cyclic_sgld as cs
     from .accountants import mixture as mx
     from .accountants import posterior as post
     from .estimators import epsilon_lower_bound, privacy_loss_profile
-    from .models.linear_regression import bayesian_linear_regression
+    from .experiments.sgld_interim_mc import eq7_coupled_setup
 
     t_start = time.perf_counter()
     n, c, delta = args.n, args.c, args.delta
@@ -93,17 +91,8 @@ def compute_demo(args) -> dict:
     except ValueError:
         posterior_bound = float("nan")
 
-    # 3. coupled chains up to the peak epoch
-    x = np.full(n, x_high)
-    data = make_dataset(x=x[:, None], y=c * x)
-    pair = replace_one(data, 0, {"x": np.array([x_low]), "y": np.array(c * x_low)})
-    model = bayesian_linear_regression(noise_precision=beta, prior_precision=alpha)
-    sampler = samplers.cyclic_sgld(problem.eta)
-
-    def prior_draw(key):
-        import jax
-
-        return jax.random.normal(key, (1,), dtype=jnp.float64) / math.sqrt(alpha)
+    # 3. coupled chains up to the peak epoch (the same eq. 7 set-up as `dpjax reproduce sgld-interim`)
+    _, model, pair, sampler, prior_draw = eq7_coupled_setup(n, c=c, alpha=alpha, beta=beta, x_high=x_high)
 
     result = run_coupled(
         args.seed, model, pair, sampler, num_pairs=args.chains, num_steps=peak * n, record_steps=[peak * n],

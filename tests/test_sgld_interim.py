@@ -16,6 +16,7 @@ def _args(**kw):
     si.add_arguments(parser)
     args = parser.parse_args([])
     args.out, args.quick, args.seed = "unused", True, 0
+    args.mc_n, args.pts_runs = 0, 0  # the Monte Carlo and Algorithm 1 parts have their own tests
     for k, v in kw.items():
         setattr(args, k, v)
     return args
@@ -120,6 +121,17 @@ def test_full_n_peak_matches_mpmath():
         m_mass = mp.sumem(comp_mass, [1, n]) / n
         delta = m_mass - mp.e ** mp.mpf(eps) * mass(m1, v1)
     assert float(delta) == pytest.approx(0.01, rel=1e-8)
+
+
+def test_monte_carlo_and_propose_test_sample_are_wired_in():
+    res, _ = si.run(_args(n=200, epochs=3, mc_n=30, pts_runs=2000))
+    mc = res["monte_carlo"]
+    assert mc["n"] == 30 and mc["num_nonfinite"] == 0
+    assert all(lb <= ex for lb, ex in zip(mc["lower_bound"], mc["exact_tight_epsilon"]))
+    pts = res["propose_test_sample"]
+    assert set(pts) == {"posterior", "sgld"}
+    # Claim 4.2: the SGLD variant leaks far more than the posterior variant
+    assert pts["sgld"]["exact_epsilon"] > pts["posterior"]["exact_epsilon"]
 
 
 def test_errors():

@@ -17,7 +17,9 @@ eq. 7 pair at n = 1,149,019 and argues the interim iterates are far less private
   mixture components (the tight eps uses the compressed mixture; see
   :func:`dpjax.accountants.mixture.compress_smooth_family`).
 
-``monte_carlo`` (coupled chains) is left to the coupled runner; it is None here.
+``monte_carlo`` (coupled chains at ``--mc-n`` records, Figure 1's c/n) and
+``propose_test_sample`` (Algorithm 1 with and without Claim 4.2's SGLD) come from
+:mod:`.sgld_interim_mc`.
 """
 from __future__ import annotations
 
@@ -29,8 +31,9 @@ import numpy as np
 
 from ..accountants import cyclic_sgld as cs
 from ..accountants import mixture as mx
+from . import sgld_interim_mc as smc
 
-DEFAULTS = dict(n=1149019, alpha=0.1, beta=1.0, x_high=1.8, c=1165165.0, epochs=60, delta=0.01, mc_n=2000, gamma1=0.1)
+DEFAULTS = dict(n=1149019, alpha=0.1, beta=1.0, x_high=1.8, c=1165165.0, epochs=60, delta=0.01, mc_n=1000, gamma1=0.1)
 POSTERIOR_TARGET_EPSILON = 1.6  # paper 000: the posterior is (1.6, 0.01)-DP; nu = 1 + 2 ln(1/delta)/1.6
 
 
@@ -43,7 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--c", type=float, default=d["c"], help="response slope: records are (x, c x)")
     parser.add_argument("--epochs", type=int, default=d["epochs"], help="epochs 1..EPOCHS")
     parser.add_argument("--delta", type=float, default=d["delta"], help="delta for the eps values")
-    parser.add_argument("--mc-n", type=int, default=d["mc_n"], help="n for the Monte Carlo check with coupled chains")
+    parser.add_argument("--mc-n", type=int, default=d["mc_n"], help="n for the Monte Carlo check with coupled chains (0: skip)")
+    parser.add_argument("--pts-runs", type=int, default=None,
+                        help="runs of Propose-Test-Sample per variant (default 100000, 20000 with --quick; 0: skip)")
 
 
 def renyi_order(delta: float) -> float:
@@ -90,6 +95,24 @@ def compute(args) -> dict:
     check = mx.full_sum_check(sd, law.mixture(), law.mixture(compress=False), eps_vals[peak], args.delta)
     post_exact, post_bound = _posterior_numbers(args, order)
     lb = cs.lower_bound_epoch(problem)
+    quick = getattr(args, "quick", False)
+    seed = getattr(args, "seed", 0)
+    mc_kw = dict(alpha=args.alpha, beta=args.beta, x_high=args.x_high, delta=args.delta)
+    monte = None
+    if args.mc_n > 0:
+        # c=None keeps Figure 1's c/n at the smaller n (args.c is the full-n value)
+        mc_epochs = smc.monte_carlo_epochs(args.mc_n, count=1 if quick else 3, **mc_kw)
+        monte = smc.monte_carlo(args.mc_n, c=None, epochs=mc_epochs, num_pairs=2000 if quick else 10_000, seed=seed, **mc_kw)
+    pts = None
+    pts_runs = getattr(args, "pts_runs", None)
+    pts_runs = (20_000 if quick else 100_000) if pts_runs is None else pts_runs
+    if pts_runs > 0 and args.delta < 1.0 / 6.0:  # Claim 4.2 needs delta < 1/6
+        pts = {
+            variant: smc.propose_test_sample(
+                n1=11586, epsilon=1.0, delta=args.delta, seed=seed, num_runs=pts_runs, sgld=(variant == "sgld")
+            )
+            for variant in ("posterior", "sgld")
+        }
     return dict(
         config=dict(n=args.n, alpha=args.alpha, beta=args.beta, x_high=args.x_high, x_low=args.x_high / 2.0, c=args.c, step_size=problem.eta, delta=args.delta),
         epochs=epochs,
@@ -106,7 +129,8 @@ def compute(args) -> dict:
         lower_bound_epoch=dict(k_dot=lb.k_dot, epoch=lb.epoch, step=lb.step),
         full_sum_check=check,
         exact_seconds=exact_seconds,
-        monte_carlo=None,
+        monte_carlo=monte,
+        propose_test_sample=pts,
     )
 
 
