@@ -1,12 +1,51 @@
 """Accountants: every one returns a :class:`~dpjax.accountants.curve.PrivacyCurve`."""
-from .conversions import rdp_to_delta, rdp_to_epsilon, tv_corrected_delta, zcdp_to_epsilon
+from .conversions import (
+    rdp_to_delta,
+    rdp_to_epsilon,
+    rdp_to_epsilon_per_order,
+    tv_corrected_delta,
+    zcdp_rdp,
+    zcdp_to_epsilon,
+)
 from .curve import PrivacyCurve, Provenance
+from .gaussian import gaussian_rdp, subsampled_gaussian_rdp
+from .noisy_sgd import DEFAULT_ORDERS, langevin_noise_multiplier, noisy_sgd_curve
 
 __all__ = [
     "PrivacyCurve",
     "Provenance",
     "rdp_to_epsilon",
+    "rdp_to_epsilon_per_order",
     "rdp_to_delta",
     "zcdp_to_epsilon",
+    "zcdp_rdp",
     "tv_corrected_delta",
+    "gaussian_rdp",
+    "subsampled_gaussian_rdp",
+    "DEFAULT_ORDERS",
+    "langevin_noise_multiplier",
+    "noisy_sgd_curve",
+]
+
+# Theorem-by-theorem accountants live in their own modules (one concept each); import them
+# as submodules: dpjax.accountants.girsanov.thm52_ula_last_iterate(...), etc.
+from . import cyclic_sgld, exact, expfam, gaussian_divergence, gibbs, girsanov, mixture, posterior  # noqa: E402
+from .exact import exact_last_iterate_curve, exact_last_iterate_epsilon, exact_path_curve  # noqa: E402
+from .gaussian_divergence import analytic_gaussian_epsilon, gaussian_epsilon, gaussian_renyi  # noqa: E402
+
+__all__ += [
+    "cyclic_sgld",
+    "exact",
+    "expfam",
+    "gaussian_divergence",
+    "gibbs",
+    "girsanov",
+    "mixture",
+    "posterior",
+    "exact_last_iterate_curve",
+    "exact_last_iterate_epsilon",
+    "exact_path_curve",
+    "analytic_gaussian_epsilon",
+    "gaussian_epsilon",
+    "gaussian_renyi",
 ]

@@ -8,6 +8,7 @@ All functions broadcast like NumPy; ``rdp`` has the orders on its last axis.
   for a > 1.01 (unstable as a -> 1), and eps = 0 once delta^2 >= 1 - exp(-rdp) (the KL/Pinsker
   route). This is the default.
 - zCDP (Bun & Steinke 2016, Prop 1.3): eps = rho + 2 sqrt(rho log(1/delta)).
+- RDP of rho-zCDP: rho * a.
 - Total-variation correction for approximate samplers (paper 001 Prop A.2, paper 002 Prop 12):
   (eps, delta)-DP target + TV distance tv => (eps, delta + (1 + e^eps) tv).
 """
@@ -63,13 +64,20 @@ def rdp_to_epsilon_per_order(orders, rdp, delta, conversion: str = "balle") -> n
 def rdp_to_epsilon(orders, rdp, delta, conversion: str = "balle") -> np.ndarray:
     """Smallest eps over orders such that the RDP curve implies (eps, delta)-DP.
 
-    Reduces over the last axis of ``rdp``; ``delta`` broadcasts against the leading axes.
+    ``rdp`` has the orders on its last axis, which is reduced; ``delta`` broadcasts against
+    the leading axes (NumPy rules). ``conversion="balle"`` (default) is the conversion of
+    Balle et al. 2020 Thm 21 / Canonne, Kamath, Steinke 2020 Prop 12 with the KL route,
+    identical to dp_accounting's ``compute_epsilon``; ``"mironov"`` is Mironov 2017 Prop 3.
+    An order with rdp = +inf gives no guarantee and is skipped (eps = inf if all are).
     """
     return np.min(rdp_to_epsilon_per_order(orders, rdp, delta, conversion), axis=-1)
 
 
 def rdp_to_delta(orders, rdp, epsilon, conversion: str = "balle") -> np.ndarray:
-    """Smallest delta over orders such that the RDP curve implies (epsilon, delta)-DP."""
+    """Smallest delta over orders such that the RDP curve implies (epsilon, delta)-DP.
+
+    Same conventions as :func:`rdp_to_epsilon` (dp_accounting's ``compute_delta`` for "balle").
+    """
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion={conversion!r} is not one of {CONVERSIONS}")
     orders, rdp = _check_orders_rdp(orders, rdp)
@@ -89,19 +97,41 @@ def rdp_to_delta(orders, rdp, epsilon, conversion: str = "balle") -> np.ndarray:
 
 
 def zcdp_to_epsilon(rho, delta) -> np.ndarray:
-    """eps = rho + 2 sqrt(rho log(1/delta)) for rho-zCDP (Bun & Steinke 2016, Prop 1.3)."""
-    rho = np.asarray(rho, dtype=np.float64)
+    """eps = rho + 2 sqrt(rho log(1/delta)) for rho-zCDP (Bun & Steinke 2016, Prop 1.3).
+
+    This is the Mironov conversion of the RDP curve rho * a minimised over all real a > 1.
+    """
+    rho_in, rho = rho, np.asarray(rho, dtype=np.float64)
     if np.any(np.isnan(rho)) or np.any(rho < 0):
-        raise ValueError(f"rho={rho!r} violates rho >= 0")
+        raise ValueError(f"rho={rho_in!r} violates rho >= 0")
     delta = _check_delta(delta)
-    return rho + 2.0 * np.sqrt(rho * np.log(1.0 / delta))
+    return rho + 2.0 * np.sqrt(rho * -np.log(delta))
+
+
+def zcdp_rdp(rho, orders) -> np.ndarray:
+    """RDP curve of rho-zCDP: rdp(a) = rho * a (Bun & Steinke 2016, Def. 1.1); orders on the last axis."""
+    rho_in, rho = rho, np.asarray(rho, dtype=np.float64)
+    if np.any(np.isnan(rho)) or np.any(rho < 0):
+        raise ValueError(f"rho={rho_in!r} violates rho >= 0")
+    orders, _ = _check_orders_rdp(orders, np.zeros(np.shape(orders)))
+    return rho[..., None] * orders
 
 
 def tv_corrected_delta(epsilon, delta, total_variation) -> np.ndarray:
     """delta + (1 + e^eps) * tv: the delta of an approximate sampler within TV ``tv`` of an
-    (eps, delta)-DP target (paper 001 Prop A.2; paper 002 Prop 12)."""
+    (eps, delta)-DP target, on both datasets (paper 001 Prop A.2; paper 002 Prop 12).
+
+    Capped at 1 (every mechanism is (eps, 1)-DP); tv = 0 returns delta even for eps = inf.
+    """
     tv = np.asarray(total_variation, dtype=np.float64)
     if np.any(np.isnan(tv)) or np.any(tv < 0) or np.any(tv > 1):
         raise ValueError(f"total_variation={total_variation!r} violates 0 <= total_variation <= 1")
     eps = np.asarray(epsilon, dtype=np.float64)
-    return np.minimum(np.asarray(delta, dtype=np.float64) + (1.0 + np.exp(eps)) * tv, 1.0)
+    if np.any(np.isnan(eps)) or np.any(eps < 0):
+        raise ValueError(f"epsilon={epsilon!r} violates epsilon >= 0")
+    dl = np.asarray(delta, dtype=np.float64)
+    if np.any(np.isnan(dl)) or np.any(dl < 0) or np.any(dl > 1):
+        raise ValueError(f"delta={delta!r} violates 0 <= delta <= 1")
+    with np.errstate(over="ignore", invalid="ignore"):
+        extra = np.where(tv > 0, (1.0 + np.exp(eps)) * tv, 0.0)
+    return np.minimum(dl + extra, 1.0)

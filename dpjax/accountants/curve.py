@@ -27,6 +27,13 @@ class Provenance:
     assumptions: tuple = ()
     released: str = ""  # "last iterate", "path", "posterior sample", ...
 
+    def __post_init__(self):
+        # static pytree metadata must be hashable: accept any iterable of assumptions
+        if isinstance(self.assumptions, str):
+            object.__setattr__(self, "assumptions", (self.assumptions,))
+        else:
+            object.__setattr__(self, "assumptions", tuple(self.assumptions))
+
     def describe(self) -> str:
         parts = [self.result, f"mode={self.mode}"]
         if self.released:
@@ -73,6 +80,28 @@ class PrivacyCurve:
             raise ValueError("deltas must lie in [0, 1]")
         return cls(epsilons=eps, deltas=dl, provenance=provenance)
 
+    @classmethod
+    def from_zcdp(cls, rho, orders, provenance: Provenance) -> "PrivacyCurve":
+        """The RDP curve rho * a of rho-zCDP (Bun & Steinke 2016) at ``orders``."""
+        return cls.from_rdp(orders, conversions.zcdp_rdp(rho, orders), provenance)
+
+    def to_profile(self, epsilons, conversion: str = "balle") -> "PrivacyCurve":
+        """This curve's delta(eps) on the grid ``epsilons``, as a profile curve.
+
+        Sound both ways: each grid delta is a valid guarantee at its eps, and reading an
+        eps back from the profile rounds up to the grid, so it is never below this curve's.
+        """
+        eps = _as_f64(epsilons)
+        deltas = self._delta_on_grid(eps, conversion)
+        prov = dataclasses.replace(self.provenance, result=f"profile of [{self.provenance.result}]")
+        return PrivacyCurve.from_profile(eps, deltas, prov)
+
+    def _delta_on_grid(self, eps, conversion):
+        # delta() broadcasts its argument against the batch axes; a grid needs its own axis
+        batch = self.rdp.shape[:-1] if self.has_rdp else self.deltas.shape[:-1]
+        out = np.stack([self.delta(np.full(batch, e), conversion) for e in eps], axis=-1)
+        return out
+
     @property
     def has_rdp(self) -> bool:
         return self.rdp is not None
@@ -110,9 +139,14 @@ class PrivacyCurve:
             e = np.asarray(epsilon, dtype=np.float64)
             if np.any(np.isnan(e)) or np.any(e < 0):
                 raise ValueError(f"epsilon={epsilon!r} violates epsilon >= 0")
-            # delta(eps) is non-increasing: use the largest grid eps <= the query.
+            # every grid point eps_i <= eps certifies (eps, delta_i): take the smallest such
+            # delta_i (a running minimum, so a non-monotone profile is still used soundly).
             idx = np.searchsorted(self.epsilons, e, side="right") - 1
-            vals = np.take(self.deltas, np.clip(idx, 0, None), axis=-1)
+            running_min = np.minimum.accumulate(self.deltas, axis=-1)
+            shape = np.broadcast_shapes(idx.shape, running_min.shape[:-1])
+            rm = np.broadcast_to(running_min, shape + running_min.shape[-1:])
+            ii = np.broadcast_to(np.clip(idx, 0, None), shape)[..., None]
+            vals = np.take_along_axis(rm, ii, axis=-1)[..., 0]
             candidates.append(np.where(idx >= 0, vals, 1.0))
         if not candidates:
             raise ValueError("this curve has neither RDP values nor a profile")
