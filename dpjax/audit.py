@@ -85,8 +85,8 @@ class AuditReport:
                 style = "-" if kind == "exact" else "--"
                 ax.plot(rows["step"], rows["epsilon"], style, marker=".", label=f"{quantity} ({kind})")
             else:
-                lo = np.nan_to_num(rows["epsilon"] - rows["lower"], nan=0.0)
-                hi = np.nan_to_num(rows["upper"] - rows["epsilon"], nan=0.0)
+                lo = np.nan_to_num(rows["epsilon"] - rows["lower"], nan=0.0, posinf=0.0, neginf=0.0)
+                hi = np.nan_to_num(rows["upper"] - rows["epsilon"], nan=0.0, posinf=0.0, neginf=0.0)  # an infinite end is not drawn
                 marker = "^" if kind == "lower bound" else "o"
                 yerr = None if kind == "lower bound" else np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)])
                 ax.errorbar(rows["step"], rows["epsilon"], yerr=yerr, fmt=marker, capsize=3, label=f"{quantity} ({kind})")
