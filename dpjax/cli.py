@@ -28,6 +28,7 @@ BENCHMARKS = {
     "coupled": "coupled",
     "accountant": "accountant",
     "estimators": "estimators",
+    "scaling": "scaling",
 }
 
 
@@ -87,6 +88,10 @@ def _cmd_demo(args) -> int:
     return run_demo(args)
 
 
+# (command, name) -> the subparser whose module adds its own flags when it is chosen
+_SUBPARSERS: dict = {}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpjax", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -107,26 +112,24 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", default="out", help="output folder (default: out)")
         p.add_argument("--quick", action="store_true", help="smaller Monte Carlo sizes")
         p.add_argument("--seed", type=int, default=0)
-        try:
-            _load("experiments", module_name).add_arguments(p)
-        except ImportError as err:  # a result not built yet: say so when it is asked for
-            p.set_defaults(_missing=str(err))
-        p.set_defaults(func=_cmd_reproduce)
+        p.set_defaults(func=_cmd_reproduce, _module=("experiments", module_name))
+        _SUBPARSERS[("reproduce", name)] = p
 
     bench = sub.add_parser("bench", help="benchmarks, each as a ratio against a baseline measured in the same run")
     bench_sub = bench.add_subparsers(dest="name", required=True)
     for name, module_name in BENCHMARKS.items():
         p = bench_sub.add_parser(name)
         p.add_argument("--json", action="store_true", help="print one JSON line")
-        try:
-            _load("bench", module_name).add_arguments(p)
-        except ImportError as err:
-            p.set_defaults(_missing=str(err))
-        p.set_defaults(func=_cmd_bench)
+        p.set_defaults(func=_cmd_bench, _module=("bench", module_name))
+        _SUBPARSERS[("bench", name)] = p
 
     sweep = sub.add_parser("sweep", help="run a configuration grid into a resumable Parquet results store")
     sweep.add_argument("config")
     sweep.add_argument("--out", required=True)
+    sweep.add_argument("--coordinator", default=None, help="HOST:PORT of process 0 for a multi-host run (env DPJAX_COORDINATOR)")
+    sweep.add_argument("--num-processes", type=int, default=None, help="number of processes (env DPJAX_NUM_PROCESSES)")
+    sweep.add_argument("--process-id", type=int, default=None, help="this process's rank; process 0 writes (env DPJAX_PROCESS_ID)")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     def _cmd_sweep(args) -> int:
         from .sweep import main as sweep_main
@@ -137,8 +140,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_module_arguments(parser: argparse.ArgumentParser, argv) -> None:
+    """Import only the chosen result's (or benchmark's) module and let it add its flags.
+
+    Importing every experiment up front costs seconds of JAX start-up per command, so the
+    subcommand is found first (help flags held back) and its module loaded then.
+    """
+    probe = [a for a in argv if a not in ("-h", "--help")]
+    try:
+        known, _ = parser.parse_known_args(probe)
+    except SystemExit:
+        return  # let the full parse report the error
+    module = getattr(known, "_module", None)
+    if module is None:
+        return
+    sub = _SUBPARSERS[(known.command, known.name)]
+    try:
+        _load(*module).add_arguments(sub)
+    except ImportError as err:  # a result not built in this checkout: say so when asked for
+        sub.set_defaults(_missing=str(err))
+
+
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    _add_module_arguments(parser, argv)
     args = parser.parse_args(argv)
     missing = getattr(args, "_missing", None)
     if missing:
