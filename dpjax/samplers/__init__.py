@@ -1,1 +1,94 @@
-"""Samplers as pure (init, step) kernels."""
+"""Samplers as pure (init, step) kernels: ULA, SGLD / noisy SGD, cyclic SGLD.
+
+All three are :class:`LangevinSampler` configurations (see :mod:`.kernel` for the update,
+the two parameterisations and the randomness layout; :mod:`.batching` for the schemes).
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from .batching import (
+    SCHEMES,
+    Batch,
+    BatchingScheme,
+    Cyclic,
+    FullBatch,
+    Poisson,
+    Reshuffle,
+    UniformWithReplacement,
+    WithoutReplacement,
+    make_batching,
+)
+from .kernel import PARAMETERISATIONS, ChainKeys, LangevinSampler, SamplerState, StepInfo, StepSize
+from . import permutation
+
+__all__ = [
+    "ula",
+    "sgld",
+    "cyclic_sgld",
+    "LangevinSampler",
+    "SamplerState",
+    "StepInfo",
+    "ChainKeys",
+    "Batch",
+    "BatchingScheme",
+    "FullBatch",
+    "UniformWithReplacement",
+    "WithoutReplacement",
+    "Poisson",
+    "Reshuffle",
+    "Cyclic",
+    "make_batching",
+    "SCHEMES",
+    "PARAMETERISATIONS",
+    "permutation",
+]
+
+
+def ula(step_size: StepSize, *, temperature: float = 1.0, parameterisation: str = "euler", clip_norm: Optional[float] = None) -> LangevinSampler:
+    """Unadjusted Langevin algorithm: full-batch gradients (paper 001, Euler form by default).
+
+    ``parameterisation="euler"``: x' = x - gamma grad U(x) + sqrt(2 gamma T) z, step_size = gamma.
+    ``"welling-teh"``: theta' = theta - (eta/2) grad U + sqrt(eta T) xi, step_size = eta (gamma = eta/2).
+    """
+    return LangevinSampler(step_size, FullBatch(), temperature, clip_norm, parameterisation, "ula")
+
+
+def sgld(
+    step_size: StepSize,
+    *,
+    batching: Union[str, BatchingScheme] = "uniform",
+    batch_size: Optional[int] = None,
+    rate: Optional[float] = None,
+    temperature: float = 1.0,
+    parameterisation: str = "welling-teh",
+    clip_norm: Optional[float] = None,
+) -> LangevinSampler:
+    """SGLD / noisy SGD with any batching scheme (Welling–Teh form by default, paper 000 eq. 3).
+
+    ``batching`` is a scheme name (:data:`SCHEMES`) with ``batch_size`` / ``rate``, or a
+    :class:`BatchingScheme`. ``"welling-teh"``: theta' = theta - (eta/2) grad U_hat + sqrt(eta T) xi;
+    ``"euler"`` (paper 001 eq. 31): x' = x - gamma grad U_hat + sqrt(2 gamma / beta) z, beta = 1/T.
+    """
+    if isinstance(batching, str):
+        batching = make_batching(batching, batch_size=batch_size, rate=rate)
+    elif batch_size is not None or rate is not None:
+        raise ValueError("pass batch_size / rate only with a scheme name, not with a BatchingScheme instance")
+    return LangevinSampler(step_size, batching, temperature, clip_norm, parameterisation, "sgld")
+
+
+def cyclic_sgld(
+    step_size: StepSize,
+    *,
+    batch_size: int = 1,
+    order=None,
+    temperature: float = 1.0,
+    parameterisation: str = "welling-teh",
+    clip_norm: Optional[float] = None,
+) -> LangevinSampler:
+    """Cyclic SGLD (paper 000): one order per chain, used epoch after epoch; b = 1 by default.
+
+    ``order=None`` gives each chain its own keyed random order; an explicit permutation of
+    0..n-1 fixes the same order for every chain.
+    """
+    return LangevinSampler(step_size, make_batching("cyclic", batch_size=batch_size, order=order), temperature, clip_norm, parameterisation, "cyclic-sgld")
