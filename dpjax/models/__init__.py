@@ -1,4 +1,29 @@
-"""Models: a per-record log-likelihood plus a log-prior (see :mod:`dpjax.models.base`)."""
-from .base import Model
+"""Models: a per-record log-likelihood plus a log-prior (see :mod:`dpjax.models.base`).
 
-__all__ = ["Model"]
+Built in: :func:`bayesian_linear_regression`, :func:`logistic_regression`,
+:func:`gaussian_mean` (Gibbs posterior), the numpyro adapter :func:`from_numpyro`, and the
+exact quadratic form / Gaussian posterior of the quadratic models.
+"""
+from .base import Model
+from .gaussian_mean import gaussian_mean, gaussian_mean_dataset, gaussian_mean_posterior
+from .linear_regression import bayesian_linear_regression, linear_regression_posterior, regression_dataset
+from .logistic import logistic_regression, logistic_regression_dataset
+from .numpyro_adapter import NumpyroModel, from_numpyro
+from .quadratic import QuadraticModel, gaussian_posterior, quadratic_form
+
+__all__ = [
+    "Model",
+    "QuadraticModel",
+    "NumpyroModel",
+    "bayesian_linear_regression",
+    "logistic_regression",
+    "gaussian_mean",
+    "from_numpyro",
+    "quadratic_form",
+    "gaussian_posterior",
+    "linear_regression_posterior",
+    "gaussian_mean_posterior",
+    "regression_dataset",
+    "logistic_regression_dataset",
+    "gaussian_mean_dataset",
+]

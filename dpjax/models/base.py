@@ -37,6 +37,9 @@ class Model:
     dim: int
     likelihood_weight: float = 1.0
     name: str = "model"
+    # Optional check of a dataset's fields for this model (shapes, label values); raises
+    # ValueError. Called by check_dataset, which samplers and accountants may call up front.
+    dataset_check: Callable[[Dataset], None] | None = None
 
     def __post_init__(self):
         if not (isinstance(self.dim, int) and self.dim >= 1):
@@ -47,6 +50,14 @@ class Model:
     def tempered(self, likelihood_weight: float) -> "Model":
         """The same model with its log-likelihood multiplied by ``likelihood_weight``."""
         return dataclasses.replace(self, likelihood_weight=likelihood_weight)
+
+    def check_dataset(self, dataset: Dataset) -> None:
+        """Raise ``ValueError`` if ``dataset`` does not fit this model (missing fields, wrong
+        shapes, labels outside their range). A no-op for models without a ``dataset_check``."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"dataset must be a dpjax.data.Dataset, got {type(dataset).__name__}")
+        if self.dataset_check is not None:
+            self.dataset_check(dataset)
 
     # --- potentials and gradients -------------------------------------------------------
     def record_log_likelihoods(self, theta: jax.Array, dataset: Dataset) -> jax.Array:

@@ -1,0 +1,98 @@
+"""Bayesian linear regression (paper 000, eq. 4 in one dimension).
+
+    y_i = <theta, x_i> + N(0, 1/noise_precision),   theta ~ N(0, I / prior_precision).
+
+Records are ``{"x": (d,), "y": ()}``; a dataset stores ``x`` with shape (n, d) and ``y``
+with shape (n,). The posterior is Gaussian (paper 000, Lemma 4.1, for d = 1):
+precision alpha + beta sum x_i^2, mean beta sum x_i y_i / (alpha + beta sum x_i^2).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as V
+from ..data import Dataset, make_dataset
+from .quadratic import QuadraticModel
+
+_LOG_2PI = math.log(2 * math.pi)
+
+
+def _check_xy_dataset(dataset: Dataset, dim: int, name: str) -> None:
+    for field in ("x", "y"):
+        if field not in dataset.fields:
+            raise ValueError(f"{name} needs a dataset with fields 'x' (n, {dim}) and 'y' (n,); field {field!r} is missing")
+    x, y = dataset.fields["x"], dataset.fields["y"]
+    if x.ndim != 2 or x.shape[1] != dim:
+        raise ValueError(f"{name}: field 'x' has shape {tuple(x.shape)}; it must have shape (n, {dim})")
+    if y.ndim != 1:
+        raise ValueError(f"{name}: field 'y' has shape {tuple(y.shape)}; it must have shape (n,)")
+
+
+def regression_dataset(x: Any, y: Any, mask: Any = None) -> Dataset:
+    """Dataset with ``x`` of shape (n, d) and ``y`` of shape (n,); a 1-D ``x`` becomes (n, 1)."""
+    x = np.asarray(x)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2:
+        raise ValueError(f"x has shape {x.shape}; it must be 1-D (n,) or 2-D (n, d)")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y has shape {y.shape}; it must be 1-D (n,)")
+    return make_dataset(mask=mask, x=x, y=y)
+
+
+def bayesian_linear_regression(noise_precision: float, prior_precision: float, dim: int = 1) -> QuadraticModel:
+    """Gaussian likelihood N(y; <theta, x>, 1/noise_precision), prior N(0, I/prior_precision).
+
+    ``noise_precision`` is paper 000's beta, ``prior_precision`` its alpha. The potential is
+    exactly quadratic: see :func:`dpjax.models.quadratic_form`.
+    """
+    beta = V.positive("noise_precision", noise_precision)
+    alpha = V.positive("prior_precision", prior_precision)
+    dim = V.positive_int("dim", dim)
+    log_norm_lik = 0.5 * (math.log(beta) - _LOG_2PI)
+    log_norm_prior = 0.5 * dim * (math.log(alpha) - _LOG_2PI)
+
+    def log_likelihood(theta, record):
+        residual = record["y"] - jnp.dot(record["x"], theta)
+        return log_norm_lik - 0.5 * beta * residual**2
+
+    def log_prior(theta):
+        return log_norm_prior - 0.5 * alpha * jnp.sum(theta**2)
+
+    def record_quadratic(fields):
+        x, y = fields["x"], fields["y"]
+        return beta * np.einsum("ni,nj->nij", x, x), beta * y[:, None] * x
+
+    def check(dataset):
+        _check_xy_dataset(dataset, dim, "bayesian_linear_regression")
+
+    return QuadraticModel(
+        log_likelihood=log_likelihood,
+        log_prior=log_prior,
+        dim=dim,
+        name="bayesian_linear_regression",
+        dataset_check=check,
+        prior_precision=alpha,
+        record_quadratic=record_quadratic,
+    )
+
+
+def linear_regression_posterior(noise_precision: float, prior_precision: float, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Conjugate posterior N(m, S), S = (alpha I + beta X^T X)^{-1}, m = beta S X^T y (Bishop 3.53-3.54;
+    paper 000 Lemma 4.1 for d = 1), with removed records (mask 0) left out. float64 numpy."""
+    beta = V.positive("noise_precision", noise_precision)
+    alpha = V.positive("prior_precision", prior_precision)
+    x = np.asarray(dataset.fields["x"], dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    y = np.asarray(dataset.fields["y"], dtype=np.float64)
+    mask = np.asarray(dataset.mask, dtype=np.float64)
+    precision = alpha * np.eye(x.shape[1]) + beta * (x * mask[:, None]).T @ x
+    covariance = np.linalg.inv(precision)
+    mean = beta * covariance @ (x.T @ (mask * y))
+    return mean, covariance

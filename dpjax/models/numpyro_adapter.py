@@ -1,0 +1,146 @@
+"""Turn a numpyro model function into a dpjax :class:`~dpjax.models.Model`.
+
+The model function must have latent sample sites (the parameters) and exactly one observed
+site whose value carries the record axis first, e.g.::
+
+    def m(x, y=None):
+        theta = numpyro.sample("theta", dist.Normal(0, 1 / jnp.sqrt(alpha)).expand([d]).to_event(1))
+        numpyro.sample("y", dist.Normal(x @ theta, 1 / jnp.sqrt(beta)), obs=y)
+
+Records are passed to the model function as keyword arguments named like the dataset's
+fields (here ``x`` and ``y``), one record at a time with a record axis of length 1. The
+per-record log-likelihood is the observed site's ``log_prob`` summed over everything but the
+record axis; the log-prior is the sum of the latent sites' ``log_prob``.
+
+Parameter space. The latent values (a dict of arrays) are flattened to one vector theta of
+shape (d,) with ``jax.flatten_util.ravel_pytree`` in sorted site-name order. theta lives in
+the **unconstrained** space: a latent with a constrained support (e.g. a positive scale)
+enters as u with value = biject_to(support)(u), and the log-prior includes the log-Jacobian
+log|det d value / d u|, so exp(-U_D) is the posterior density of u. For real-valued latents
+this is the identity. ``NumpyroModel.constrain(theta)`` returns the latent dict in the
+model's own space. Discrete latents are rejected.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from ..data import Dataset
+from .base import Model
+
+
+@dataclasses.dataclass(frozen=True)
+class NumpyroModel(Model):
+    """A :class:`Model` built by :func:`from_numpyro`; ``constrain`` maps theta (unconstrained,
+    flat) to the dict of latent values in the model's own (constrained) space."""
+
+    constrain: Callable[[jax.Array], dict] | None = None
+    latent_sites: tuple = ()
+
+
+def _batched_record(record: Mapping[str, Any]) -> dict:
+    return {k: jnp.expand_dims(jnp.asarray(v), 0) for k, v in record.items()}
+
+
+def from_numpyro(
+    model_fn: Callable,
+    *,
+    observed_site: str,
+    example_record: Mapping[str, Any] | Dataset,
+    likelihood_weight: float = 1.0,
+    model_kwargs: Mapping[str, Any] | None = None,
+    name: str | None = None,
+) -> NumpyroModel:
+    """Adapt ``model_fn`` (see the module docstring) to the dpjax Model interface.
+
+    ``example_record``: one record as a dict of fields (no record axis), or a Dataset whose
+    first record is used, to trace the model and find its latent sites and their shapes.
+    ``model_kwargs``: extra keyword arguments passed unchanged to ``model_fn`` (not records).
+    Raises ``ValueError`` when ``observed_site`` is not the model's only observed site, when
+    a latent is discrete, or when the observed value has no record axis.
+    """
+    from numpyro import handlers
+    from numpyro.distributions.transforms import biject_to
+
+    if isinstance(example_record, Dataset):
+        example_record = example_record.record(0)
+    extra = dict(model_kwargs or {})
+    overlap = set(extra) & set(example_record)
+    if overlap:
+        raise ValueError(f"model_kwargs and the record fields share names {sorted(overlap)}; records are passed by field name")
+
+    def run(latents: dict | None, record: Mapping[str, Any]):
+        fn = handlers.seed(model_fn, rng_seed=0)
+        if latents is not None:
+            fn = handlers.substitute(fn, data=latents)
+        return handlers.trace(fn).get_trace(**extra, **_batched_record(record))
+
+    trace = run(None, example_record)
+    observed = [k for k, s in trace.items() if s["type"] == "sample" and s["is_observed"]]
+    if observed_site not in trace or trace[observed_site]["type"] != "sample":
+        raise ValueError(f"observed_site={observed_site!r} is not a sample site of the model; its sample sites are {sorted(k for k, s in trace.items() if s['type'] == 'sample')}")
+    if observed_site not in observed:
+        raise ValueError(
+            f"observed_site={observed_site!r} is latent (not observed) when the record fields {sorted(example_record)} are "
+            f"passed; the model's observed sites are {observed}"
+        )
+    if observed != [observed_site]:
+        raise ValueError(
+            f"the model has observed sites {observed}; from_numpyro needs exactly one, observed_site={observed_site!r} "
+            "(numpyro.factor also creates an observed site)"
+        )
+    obs_value = trace[observed_site]["value"]
+    if jnp.ndim(obs_value) == 0 or jnp.shape(obs_value)[0] != 1:
+        raise ValueError(
+            f"observed site {observed_site!r} has value shape {jnp.shape(obs_value)} for one record; its first axis must be the record axis"
+        )
+
+    latent_names = tuple(sorted(k for k, s in trace.items() if s["type"] == "sample" and not s["is_observed"]))
+    if not latent_names:
+        raise ValueError("the model has no latent sample sites; there is no parameter to sample")
+    transforms = {}
+    for k in latent_names:
+        site_fn = trace[k]["fn"]
+        if getattr(site_fn, "is_discrete", False):
+            raise ValueError(f"latent site {k!r} is discrete ({type(site_fn).__name__}); only continuous latents can be sampled by Langevin methods")
+        transforms[k] = biject_to(site_fn.support)
+    unconstrained_example = {k: transforms[k].inv(trace[k]["value"]) for k in latent_names}
+    flat_example, unravel = ravel_pytree(unconstrained_example)
+    dim = int(flat_example.shape[0])
+
+    def constrain(theta):
+        u = unravel(theta)
+        return {k: transforms[k](u[k]) for k in latent_names}
+
+    def log_prior(theta):
+        u = unravel(theta)
+        values = {k: transforms[k](u[k]) for k in latent_names}
+        tr = run(values, example_record)
+        total = 0.0
+        for k in latent_names:
+            site = tr[k]
+            total = total + jnp.sum(site["fn"].log_prob(site["value"]))
+            # change of variables to the unconstrained u (zero for real-valued latents)
+            total = total + jnp.sum(transforms[k].log_abs_det_jacobian(u[k], values[k]))
+        return total
+
+    def log_likelihood(theta, record):
+        values = constrain(theta)
+        tr = run(values, record)
+        site = tr[observed_site]
+        return jnp.sum(site["fn"].log_prob(site["value"]))
+
+    return NumpyroModel(
+        log_likelihood=log_likelihood,
+        log_prior=log_prior,
+        dim=dim,
+        likelihood_weight=likelihood_weight,
+        name=name or f"numpyro:{getattr(model_fn, '__name__', 'model')}",
+        constrain=constrain,
+        latent_sites=latent_names,
+    )
+
