@@ -70,7 +70,7 @@ def make_dataset(mask: Any = None, **fields: Any) -> Dataset:
             bad = int(np.argwhere(~np.isfinite(arr.reshape(arr.shape[0], -1)))[0][0])
             raise ValueError(f"field {name!r} has a non-finite value in record {bad}; all data must be finite")
         counts[name] = arr.shape[0]
-        arrays[name] = jnp.asarray(arr)
+        arrays[name] = _device_array(arr)
     if len(set(counts.values())) != 1:
         raise ValueError(f"fields have different record counts {counts}; every field needs the same leading axis length")
     n = next(iter(counts.values()))
@@ -84,7 +84,15 @@ def make_dataset(mask: Any = None, **fields: Any) -> Dataset:
             raise ValueError(f"mask has shape {mask_arr.shape}; it must have shape ({n},), one entry per record")
         if not np.all((mask_arr == 0) | (mask_arr == 1)):
             raise ValueError("mask must contain only 0 (removed) and 1 (present)")
-    return Dataset(fields=arrays, mask=jnp.asarray(mask_arr))
+    return Dataset(fields=arrays, mask=_device_array(mask_arr))
+
+
+def _device_array(arr: np.ndarray) -> jax.Array:
+    """A JAX array with the data's own precision: float64 data stays float64 whatever the
+    caller's x64 setting (the runner casts to the run's dtype), so a neighbour built from it
+    differs from it in exactly the edited record."""
+    with jax.enable_x64(True):
+        return jnp.asarray(arr)
 
 
 def _check_index(index: Any, n: int) -> int:
@@ -124,7 +132,8 @@ def replace_one(dataset: Dataset, index: int, record: Mapping[str, Any]) -> Neig
             raise ValueError(f"record[{name!r}] has shape {value.shape}; it must have shape {arr.shape[1:]}")
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
             raise ValueError(f"record[{name!r}]={value!r} is not finite; all data must be finite")
-        new_fields[name] = arr.at[index].set(jnp.asarray(value, dtype=arr.dtype))
+        with jax.enable_x64(True):
+            new_fields[name] = arr.at[index].set(jnp.asarray(value, dtype=arr.dtype))
     neighbour = Dataset(fields=new_fields, mask=dataset.mask)
     return NeighbouringPair(dataset=dataset, neighbour=neighbour, index=index, adjacency="replace-one")
 
@@ -134,7 +143,8 @@ def add_remove(dataset: Dataset, index: int) -> NeighbouringPair:
     index = _check_index(index, dataset.num_slots)
     if float(dataset.mask[index]) != 1.0:
         raise ValueError(f"record {index} is already removed (mask 0); add_remove needs a present record")
-    neighbour = Dataset(fields=dataset.fields, mask=dataset.mask.at[index].set(0.0))
+    with jax.enable_x64(True):
+        neighbour = Dataset(fields=dataset.fields, mask=dataset.mask.at[index].set(0.0))
     return NeighbouringPair(dataset=dataset, neighbour=neighbour, index=index, adjacency="add-remove")
 
 

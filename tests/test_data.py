@@ -176,3 +176,19 @@ def test_vmap_over_records():
     d = small()
     sums = jax.vmap(lambda rec: jnp.sum(rec["x"]) + rec["y"])(d.fields)
     np.testing.assert_array_equal(sums, [1.0, 6.0, 9.0, 14.0])
+
+
+def test_float64_data_stays_float64_without_x64_mode():
+    """Outside jax's x64 mode a float64 record must not be rounded to float32: the pair would
+    then differ in many records (the rounding), not one."""
+    import jax
+
+    x = np.linspace(0.1, 0.9, 7)[:, None] + 1e-12
+    with jax.enable_x64(False):
+        d = make_dataset(x=x, y=np.arange(7.0))
+        pair = replace_one(d, 2, {"x": np.array([5.0]), "y": np.array(1.0)})
+        removed = add_remove(d, 4)
+    assert d["x"].dtype == np.float64 and pair.neighbour["x"].dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(d["x"]), x)
+    assert make_pair(pair.dataset, pair.neighbour).index == 2
+    assert removed.neighbour.mask.dtype == np.float64
