@@ -116,6 +116,21 @@ def bootstrap_histograms(binned: BinnedPair, num_bootstrap: int, paired: bool, r
     return hp / n_p, hq / n_q
 
 
+def binned_bootstrap(samples_p, samples_q, bins, statistic, min_count, num_bootstrap, paired, seed):
+    """Bin the pair on a 1-D statistic and bootstrap the histograms (row 0 = the data).
+
+    Shared by the plug-in eps and Rényi estimates. Returns (binned, hist_p, hist_q, paired);
+    ``paired=None`` resamples rows jointly when both sides have the same size (coupled chains).
+    """
+    if isinstance(num_bootstrap, bool) or not isinstance(num_bootstrap, (int, np.integer)) or num_bootstrap < 0:
+        raise ValueError(f"num_bootstrap={num_bootstrap!r} violates num_bootstrap a non-negative integer")
+    binned = bin_pair(samples_p, samples_q, bins, statistic, min_count)
+    if paired is None:
+        paired = binned.bins_p.size == binned.bins_q.size
+    hp, hq = bootstrap_histograms(binned, int(num_bootstrap), bool(paired), np.random.default_rng(seed))
+    return binned, hp, hq, bool(paired)
+
+
 def hockey_stick_epsilon(hist_big: np.ndarray, hist_small: np.ndarray, delta: float) -> np.ndarray:
     """Smallest eps >= 0 with sum_b (big_b - e^eps small_b)_+ <= delta, per row.
 
@@ -205,12 +220,7 @@ def epsilon_estimate(
     """
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
-    if isinstance(num_bootstrap, bool) or not isinstance(num_bootstrap, (int, np.integer)) or num_bootstrap < 0:
-        raise ValueError(f"num_bootstrap={num_bootstrap!r} violates num_bootstrap a non-negative integer")
-    binned = bin_pair(samples_p, samples_q, bins, statistic, min_count)
-    if paired is None:
-        paired = binned.bins_p.size == binned.bins_q.size
-    hp, hq = bootstrap_histograms(binned, int(num_bootstrap), bool(paired), np.random.default_rng(seed))
+    binned, hp, hq, paired = binned_bootstrap(samples_p, samples_q, bins, statistic, min_count, num_bootstrap, paired, seed)
     eps_pq = hockey_stick_epsilon(hp, hq, delta)
     eps_qp = hockey_stick_epsilon(hq, hp, delta)
     both = np.maximum(eps_pq, eps_qp)

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..accountants.curve import PrivacyCurve, Provenance
-from .plugin import _percentile_interval, bin_pair, bootstrap_histograms
+from .plugin import _percentile_interval, binned_bootstrap
 from .statistics import Statistic, check_confidence
 
 
@@ -99,12 +99,7 @@ def renyi_estimate(
     """
     a = _check_orders(orders)
     confidence = check_confidence(confidence)
-    if isinstance(num_bootstrap, bool) or not isinstance(num_bootstrap, (int, np.integer)) or num_bootstrap < 0:
-        raise ValueError(f"num_bootstrap={num_bootstrap!r} violates num_bootstrap a non-negative integer")
-    binned = bin_pair(samples_p, samples_q, bins, statistic, min_count)
-    if paired is None:
-        paired = binned.bins_p.size == binned.bins_q.size
-    hp, hq = bootstrap_histograms(binned, int(num_bootstrap), bool(paired), np.random.default_rng(seed))
+    binned, hp, hq, paired = binned_bootstrap(samples_p, samples_q, bins, statistic, min_count, num_bootstrap, paired, seed)
     d_pq = histogram_renyi(hp, hq, a)
     d_qp = histogram_renyi(hq, hp, a)
     both = np.maximum(d_pq, d_qp)

@@ -94,6 +94,19 @@ class BatchingScheme:
         return {"name": self.name, **{f.name: _describe_value(getattr(self, f.name)) for f in dataclasses.fields(self)}}
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class _FixedSize(BatchingScheme):
+    """A scheme whose batches all have ``batch_size_`` records (1 <= b <= n)."""
+
+    batch_size_: int = 1
+
+    def validate(self, num_slots):
+        _check_batch_size(self.batch_size_, num_slots)
+
+    def batch_size(self, num_slots):
+        return self.batch_size_
+
+
 def _describe_value(v):
     if isinstance(v, np.ndarray):
         return v.tolist() if v.size <= 32 else f"array(shape={v.shape})"
@@ -118,17 +131,10 @@ class FullBatch(BatchingScheme):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class UniformWithReplacement(BatchingScheme):
+class UniformWithReplacement(_FixedSize):
     """b records drawn i.i.d. uniformly with replacement, redrawn each step (paper 000 eq. 3)."""
 
-    batch_size_: int = 1
     name = "uniform"
-
-    def validate(self, num_slots):
-        _check_batch_size(self.batch_size_, num_slots)
-
-    def batch_size(self, num_slots):
-        return self.batch_size_
 
     def batch(self, state, step, num_slots):
         b = self.batch_size_
@@ -138,7 +144,7 @@ class UniformWithReplacement(BatchingScheme):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class WithoutReplacement(BatchingScheme):
+class WithoutReplacement(_FixedSize):
     """b distinct records, a fresh subset each step (paper 001 eq. 31).
 
     The subset is the first b positions of a keyed order (:mod:`.permutation`) keyed by
@@ -147,14 +153,7 @@ class WithoutReplacement(BatchingScheme):
     :mod:`.permutation`).
     """
 
-    batch_size_: int = 1
     name = "without-replacement"
-
-    def validate(self, num_slots):
-        _check_batch_size(self.batch_size_, num_slots)
-
-    def batch_size(self, num_slots):
-        return self.batch_size_
 
     def batch(self, state, step, num_slots):
         b = self.batch_size_
@@ -201,17 +200,10 @@ def _block(order_fn, step, b: int, num_slots: int) -> Batch:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Reshuffle(BatchingScheme):
+class Reshuffle(_FixedSize):
     """A fresh order every epoch (keyed by chain and epoch), consumed in blocks of b."""
 
-    batch_size_: int = 1
     name = "reshuffle"
-
-    def validate(self, num_slots):
-        _check_batch_size(self.batch_size_, num_slots)
-
-    def batch_size(self, num_slots):
-        return self.batch_size_
 
     def batch(self, state, step, num_slots):
         epoch = step // self.steps_per_epoch(num_slots)
@@ -220,7 +212,7 @@ class Reshuffle(BatchingScheme):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Cyclic(BatchingScheme):
+class Cyclic(_FixedSize):
     """One order per chain, then the same order every epoch (paper 000's cyclic SGLD).
 
     ``order=None``: each chain's order is a keyed bijection (:mod:`.permutation`) of its
@@ -228,19 +220,15 @@ class Cyclic(BatchingScheme):
     (a permutation of 0..n-1) for every chain, e.g. ``np.arange(n)`` for a known order.
     """
 
-    batch_size_: int = 1
     order: Optional[np.ndarray] = None
     name = "cyclic"
 
     def validate(self, num_slots):
-        _check_batch_size(self.batch_size_, num_slots)
+        super().validate(num_slots)
         if self.order is not None:
             order = np.asarray(self.order)
             if order.shape != (num_slots,) or not np.array_equal(np.sort(order), np.arange(num_slots)):
                 raise ValueError(f"order (shape {order.shape}) must be a permutation of 0..{num_slots - 1} (n = {num_slots} records)")
-
-    def batch_size(self, num_slots):
-        return self.batch_size_
 
     def init(self, key, num_slots):
         if self.order is not None:
