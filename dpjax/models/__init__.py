@@ -2,9 +2,11 @@
 
 Built in: :func:`bayesian_linear_regression`, :func:`logistic_regression`,
 :func:`gaussian_mean` (Gibbs posterior), the numpyro adapter :func:`from_numpyro`, and the
-exact quadratic form / Gaussian posterior of the quadratic models.
+exact quadratic form / Gaussian posterior of the quadratic models, and paper 003's
+Huber-contaminated likelihoods (:class:`ContaminationModel`).
 """
 from .base import Model
+from .contamination import ContaminationModel, truncated_normal_mean_contamination
 from .gaussian_mean import gaussian_mean, gaussian_mean_dataset, gaussian_mean_posterior
 from .linear_regression import bayesian_linear_regression, linear_regression_posterior, regression_dataset
 from .logistic import logistic_regression, logistic_regression_dataset
@@ -14,6 +16,8 @@ from .quadratic import QuadraticModel, gaussian_posterior, quadratic_form
 __all__ = [
     "Model",
     "QuadraticModel",
+    "ContaminationModel",
+    "truncated_normal_mean_contamination",
     "NumpyroModel",
     "bayesian_linear_regression",
     "logistic_regression",

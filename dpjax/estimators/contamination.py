@@ -1,0 +1,596 @@
+"""Paper 003's Algorithm 1: a numerical estimate of eps_n for posterior sampling under
+Huber contamination, as a random-DP guarantee (it holds with probability q over the data).
+
+For each of K simulated datasets X (x_i ~ f(.; theta*), each replaced with probability p by a
+draw from g):
+
+1. Laplace approximation of the contaminated posterior pi_n(. | X): the MAP by damped Newton
+   and the Hessian H of U = -log prior - sum_i log k_p(x_i; .).
+2. m particles theta_j = MAP + s H^{-1/2} z_j (z_j standard normal) with self-normalised
+   log-space importance weights w_j ∝ pi_n(theta_j | X) / N(theta_j; MAP, s^2 H^{-1}).
+   The paper samples the Laplace approximation itself (s = 1); a wider proposal (default
+   s = 2) puts particles in the tail, which is what resolving delta_n = 1/(10 n) needs: with
+   s = 1 the tail beyond the (1 - delta_n) quantile holds ~m delta_n particles, i.e. none unless
+   m >> 10 n. The weights keep the estimate of the same tail probability unbiased (up to
+   self-normalisation) for any s.
+3. The smallest phi_n with importance weight outside the L_inf box
+   A_n = {||theta - theta_hat||_inf <= phi_n} below delta_n (theta_hat = the MAP by default).
+4. log eta_n = sup_x sup_{A_n} log d(x; theta) - inf_z inf_{A_n} log d(z; theta),
+   d(x; theta) = k_p(x; theta) / k_p(x; theta*).
+5. Reweight to the posterior on the first n - 1 records (divide by k_p(x_n; theta_j)) and take
+   a = sup_x sum_j w~_j d(x; theta_j), b = inf_z sum_j w~_j d(z; theta_j).
+6. eps_hat = log eta_n + log a - log b; report the q-th quantile over the K datasets.
+
+Sup/inf over records and over the box: a grid, then golden-section refinement. The record
+grid spans the model's truncated support [low, high] (compact, so a grid covers it); every
+function maximised is smooth in x with features no narrower than f's scale (sigma = 8 for
+Table 1), so a grid with spacing << sigma brackets the global optimum in one cell, and the
+golden-section search inside the neighbouring cells removes the O(h^2) grid error. The box
+A_n is gridded per axis (vertices included) and refined the same way. The refinement can
+only improve on the grid value (it starts from it), so sup estimates never decrease.
+Records with more than one component are handled by the grid alone (pass ``record_grid``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import stats
+
+from .. import _validate as V
+from .._x64 import float64
+from ..models.contamination import ContaminationModel, check_contamination_rate
+
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+BOX_CENTRES = ("map", "theta_star")
+
+
+# --- pieces that are tested on their own -------------------------------------------------------
+def smallest_box_radius(distances: jax.Array, log_weights: jax.Array, log_delta: float) -> tuple[jax.Array, jax.Array]:
+    """Smallest phi among the particles' distances with weight{distance > phi} < delta.
+
+    ``log_weights`` are normalised log weights. Returns (phi, number of particles outside the
+    box of radius phi). The outside weight is a non-increasing step function of phi that only
+    drops at a particle's distance, so the minimal phi is one of the distances. Tail sums are
+    reverse cumulative logsumexps over the particles sorted by distance (log space, no
+    1 - sum cancellation).
+    """
+    order = jnp.argsort(distances)
+    r = distances[order]
+    lw = log_weights[order]
+    m = r.shape[0]
+    # log weight strictly beyond sorted particle j: logsumexp(lw[j+1:])
+    rev = jax.lax.cumlogsumexp(lw[::-1])[::-1]
+    beyond = jnp.concatenate([rev[1:], jnp.array([-jnp.inf], dtype=rev.dtype)])
+    first = jnp.argmax(beyond < log_delta)  # beyond is non-increasing and beyond[m-1] = -inf
+    return r[first], m - 1 - first
+
+
+def _golden_max(fn, lo, hi, iters: int):
+    """Golden-section search for the max of fn on [lo, hi] (fixed iterations, one evaluation
+    per iteration, vmappable); returns (argmax, max) of the final probes."""
+    c0 = hi - _GOLDEN * (hi - lo)
+    d0 = lo + _GOLDEN * (hi - lo)
+    f0 = jax.vmap(fn)(jnp.stack([c0, d0]))
+
+    def body(_, state):
+        a, b, c, d, fc, fd = state
+        left = fc >= fd  # the max is in [a, d]: keep it, c becomes the new right probe
+        a2 = jnp.where(left, a, c)
+        b2 = jnp.where(left, d, b)
+        probe = jnp.where(left, b2 - _GOLDEN * (b2 - a2), a2 + _GOLDEN * (b2 - a2))
+        fp = fn(probe)
+        c2 = jnp.where(left, probe, d)
+        fc2 = jnp.where(left, fp, fd)
+        d2 = jnp.where(left, c, probe)
+        fd2 = jnp.where(left, fc, fp)
+        return a2, b2, c2, d2, fc2, fd2
+
+    _, _, c, d, fc, fd = jax.lax.fori_loop(0, iters, body, (lo, hi, c0, d0, f0[0], f0[1]))
+    return jnp.where(fc >= fd, c, d), jnp.maximum(fc, fd)
+
+
+def _refined_max_1d(fn, grid, values, iters: int):
+    """max of a smooth fn over [grid[0], grid[-1]] given its grid ``values``: grid argmax,
+    then golden section over the two cells around it; never below the grid maximum."""
+    i = jnp.argmax(values)
+    lo = grid[jnp.maximum(i - 1, 0)]
+    hi = grid[jnp.minimum(i + 1, grid.shape[0] - 1)]
+    x_ref, v_ref = _golden_max(fn, lo, hi, iters)
+    better = v_ref > values[i]
+    return jnp.where(better, x_ref, grid[i]), jnp.where(better, v_ref, values[i])
+
+
+def _box_grid(centre: jax.Array, phi: jax.Array, per_axis: int) -> jax.Array:
+    """Product grid of the L_inf box centre +- phi, per_axis points per axis (vertices included)."""
+    d = centre.shape[0]
+    unit = jnp.linspace(-1.0, 1.0, per_axis)
+    mesh = jnp.stack(jnp.meshgrid(*([unit] * d), indexing="ij"), axis=-1).reshape(-1, d)
+    return centre + phi * mesh
+
+
+def _log_d_table(model, records, thetas, theta_star, p):
+    """log d(x; theta) for every (record, theta) pair, theta-only and x-only terms hoisted."""
+    norms = jax.vmap(model.log_normaliser)(thetas)
+    log_g = jax.vmap(model.log_g)(records)
+    log_k_star = jax.vmap(lambda x: model.log_k(x, theta_star, p))(records)
+    log_f = jax.vmap(jax.vmap(model.log_f, (None, 0)), (0, None))(records, thetas)
+    from ..models.contamination import log_mix
+
+    return log_mix(log_f - norms[None, :], log_g[:, None], p) - log_k_star[:, None]
+
+
+def log_eta(model: ContaminationModel, centre, phi, theta_star, p, record_grid, theta_grid_size: int = 17, refine_iters: int = 40):
+    """log eta_n = sup_x sup_{A} log d(x; theta) - inf_z inf_{A} log d(z; theta) over the box
+    A = {||theta - centre||_inf <= phi} (paper 003, eq. 15): grid over records x box, then
+    (scalar records) two sweeps of coordinate-wise golden-section refinement over (x, theta)
+    around the best grid point. Returns (log_eta, log_sup, log_inf)."""
+    thetas = _box_grid(centre, phi, theta_grid_size)
+    table = _log_d_table(model, record_grid, thetas, theta_star, p)  # (num_x, num_theta)
+    if record_grid.ndim != 1:
+        return jnp.max(table) - jnp.min(table), jnp.max(table), jnp.min(table)
+    d = centre.shape[0]
+    hx = record_grid[1] - record_grid[0]
+    ht = 2.0 * phi / (theta_grid_size - 1)
+    lows = jnp.concatenate([record_grid[:1], centre - phi])
+    highs = jnp.concatenate([record_grid[-1:], centre + phi])
+    widths = jnp.concatenate([hx[None], jnp.full((d,), ht)])
+
+    def refine(sign):
+        signed = sign * table
+        flat = jnp.argmax(signed)
+        ix, it = flat // table.shape[1], flat % table.shape[1]
+        v0 = jnp.concatenate([record_grid[ix][None], thetas[it]])
+        objective = lambda v: sign * model.log_d(v[0], v[1:], theta_star, p)
+
+        def sweep(i, state):
+            v, best = state
+            k = i % (d + 1)  # coordinates in turn: x, theta_1, ..., theta_d
+            lo = jnp.maximum(v[k] - widths[k], lows[k])
+            hi = jnp.minimum(v[k] + widths[k], highs[k])
+            arg, val = _golden_max(lambda t: objective(v.at[k].set(t)), lo, hi, refine_iters)
+            better = val > best
+            return jnp.where(better, v.at[k].set(arg), v), jnp.maximum(val, best)
+
+        _, best = jax.lax.fori_loop(0, 2 * (d + 1), sweep, (v0, signed[ix, it]))
+        return best
+
+    best = jax.vmap(refine)(jnp.array([1.0, -1.0]))
+    log_sup, log_inf = best[0], -best[1]
+    return log_sup - log_inf, log_sup, log_inf
+
+
+def log_mixture_extremes(model: ContaminationModel, thetas, log_weights, theta_star, p, record_grid, refine_iters: int = 40, stride: int = 1):
+    """(log a, log b) with a = sup_x sum_j w_j d(x; theta_j), b = inf_z the same (paper 003,
+    eq. 16), for normalised log weights; grid (every ``stride``-th point of ``record_grid``,
+    its ends kept) then golden section for scalar records. The sum over m particles makes
+    each evaluation m times dearer than in :func:`log_eta`, hence the coarser grid; the
+    golden-section step recovers the optimum inside the bracketing cells."""
+    if stride > 1:
+        record_grid = jnp.concatenate([record_grid[:-1:stride], record_grid[-1:]])
+    from ..models.contamination import log_mix
+
+    norms = jax.vmap(model.log_normaliser)(thetas)
+
+    def h(x):
+        log_f = jax.vmap(lambda t: model.log_f(x, t))(thetas) - norms
+        ks = log_mix(log_f, model.log_g(x), p)
+        return jax.scipy.special.logsumexp(log_weights + ks) - model.log_k(x, theta_star, p)
+
+    values = jax.lax.map(h, record_grid, batch_size=64)
+    if record_grid.ndim != 1:
+        return jnp.max(values), jnp.min(values)
+
+    def extreme(sign):
+        return sign * _refined_max_1d(lambda x: sign * h(x), record_grid, sign * values, refine_iters)[1]
+
+    both = jax.vmap(extreme)(jnp.array([1.0, -1.0]))
+    return both[0], both[1]
+
+
+def _chunked_sum(chunk_fn, init, records, num_records, chunk: int):
+    """sum over the first ``num_records`` records of ``chunk_fn(chunk_records, valid)``, looping
+    over static-size chunks with a dynamic trip count: one compilation serves every n up to the
+    padded length, and work is proportional to n, not to the padding."""
+    num_chunks = (num_records + chunk - 1) // chunk
+
+    def body(i, acc):
+        start = i * chunk
+        part = jax.tree_util.tree_map(lambda a: jax.lax.dynamic_slice_in_dim(a, start, chunk), records)
+        valid = start + jnp.arange(chunk) < num_records
+        return jax.tree_util.tree_map(jnp.add, acc, chunk_fn(part, valid))
+
+    return jax.lax.fori_loop(0, num_chunks, body, init)
+
+
+def laplace_map(value_grad_hess, potential_many, theta0, max_steps: int = 30, backtracks: int = 20):
+    """Minimise a potential U by damped Newton from ``theta0``.
+
+    ``value_grad_hess(theta) -> (U, grad U, hess U)``; ``potential_many(thetas) -> U`` at a
+    batch of points. The Newton direction uses the Hessian with its eigenvalues floored (a
+    descent direction even where U is not convex); the step is halved until U decreases (at
+    most ``backtracks`` times). Stops when a step moves theta by less than 1e-13 relative, or
+    no step decreases U (the minimum at float64 resolution). Returns (map, hessian at map,
+    gradient at map, Newton steps taken)."""
+
+    def step(state):
+        theta, it, _ = state
+        u0, g, h = value_grad_hess(theta)
+        evals, evecs = jnp.linalg.eigh(h)
+        floor = 1e-10 * jnp.maximum(jnp.max(jnp.abs(evals)), 1.0)
+        direction = evecs @ ((evecs.T @ g) / jnp.maximum(evals, floor))
+
+        def halve(bt):
+            t, _, j = bt
+            t = 0.5 * t
+            return t, potential_many((theta - t * direction)[None, :])[0], j + 1
+
+        first = potential_many((theta - direction)[None, :])[0]
+        t, u_new, _ = jax.lax.while_loop(lambda bt: (bt[1] >= u0) & (bt[2] < backtracks), halve, (1.0, first, 0))
+        moved = u_new < u0
+        new = jnp.where(moved, theta - t * direction, theta)
+        tiny = jnp.max(jnp.abs(new - theta)) <= 1e-13 * (1.0 + jnp.max(jnp.abs(theta)))
+        return new, it + 1, (~moved) | tiny
+
+    theta, steps, _ = jax.lax.while_loop(lambda s: (s[1] < max_steps) & (~s[2]), step, (theta0, 0, False))
+    _, g, h = value_grad_hess(theta)
+    return theta, h, g, steps
+
+
+def epsilon_for_dataset(
+    model: ContaminationModel,
+    records,
+    normals: jax.Array,
+    *,
+    theta_star,
+    contamination_rate,
+    log_delta,
+    record_grid: jax.Array,
+    num_records=None,
+    proposal_scale: float = 2.0,
+    theta_grid_size: int = 17,
+    box_centre: str = "map",
+    record_chunk: int = 512,
+    refine_iters: int = 40,
+    interpolation_nodes: int | None = None,
+    mixture_grid_stride: int = 4,
+) -> dict:
+    """Algorithm 1, lines 5-13, for one contaminated dataset.
+
+    ``records``: leading axis >= ``num_records`` (default: all of it), padded to a multiple of
+    ``record_chunk``; the first ``num_records`` are the dataset and the last of them is the
+    one left out in line 10. ``normals``: standard normal draws of shape (m, d) for the
+    particles. ``contamination_rate``, ``log_delta`` and ``num_records`` may be traced. Pure
+    and vmappable; call it with float64 enabled.
+
+    ``interpolation_nodes`` (d = 1 only): evaluate the potential exactly at this many Chebyshev
+    nodes spanning the particles and interpolate it at the m particles (barycentric formula),
+    instead of m exact evaluations of an n-term sum; the potential is analytic and the span is
+    a few posterior widths, so the interpolant is accurate to rounding. The largest deviation
+    from the exact potential at three check particles (the two extremes and one inside) is
+    returned as ``interpolation_error``. Returns a dict with ``epsilon``, ``log_eta``,
+    ``log_a``, ``log_b``, ``phi``, ``theta_map``, ``hessian``, ``map_grad``, ``newton_steps``,
+    ``num_outside`` (particles outside the box), ``ess`` (effective sample size), ``ok``."""
+    from ..models.contamination import log_mix
+
+    p = contamination_rate
+    theta_star = jnp.asarray(theta_star)
+    size = jax.tree_util.tree_leaves(records)[0].shape[0]
+    n = size if num_records is None else num_records
+    pad = (-size) % record_chunk
+    if pad:
+        records = jax.tree_util.tree_map(lambda a: jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)]), records)
+
+    def chunk_log_lik(part, valid, t):
+        # sum_i log k_p(x_i; t) over a chunk; log g and the normaliser enter once per chunk/theta
+        log_f = jax.vmap(model.log_f, (0, None))(part, t) - model.log_normaliser(t)
+        log_g = jax.vmap(model.log_g)(part)
+        return jnp.sum(jnp.where(valid, log_mix(log_f, log_g, p), 0.0))
+
+    def value_grad_hess(t):
+        def chunk_stats(part, valid):
+            f = lambda tt: -chunk_log_lik(part, valid, tt)
+            return f(t), jax.grad(f)(t), jax.hessian(f)(t)
+
+        zero = jnp.zeros_like(t)
+        u, g, h = _chunked_sum(chunk_stats, (jnp.zeros(()), zero, jnp.zeros((t.shape[0],) * 2)), records, n, record_chunk)
+        prior = lambda tt: -model.log_prior(tt)
+        return u + prior(t), g + jax.grad(prior)(t), h + jax.hessian(prior)(t)
+
+    def potential_many(ts):
+        ll = _chunked_sum(
+            lambda part, valid: jax.vmap(lambda t: chunk_log_lik(part, valid, t))(ts),
+            jnp.zeros(ts.shape[0]), records, n, record_chunk,
+        )
+        return -jax.vmap(model.log_prior)(ts) - ll
+
+    theta_map, hess, map_grad, steps = laplace_map(value_grad_hess, potential_many, theta_star)
+    chol = jnp.linalg.cholesky(hess)
+    pd = jnp.all(jnp.isfinite(chol))
+    chol = jnp.where(pd, chol, jnp.eye(hess.shape[0]))
+    d = theta_map.shape[0]
+    # theta_j = MAP + s L^{-T} z_j has covariance s^2 H^{-1} (H = L L^T)
+    offsets = proposal_scale * jax.scipy.linalg.solve_triangular(chol.T, normals.T, lower=False).T
+    thetas = theta_map + offsets
+    log_q = (
+        -0.5 * d * math.log(2 * math.pi) - d * math.log(proposal_scale) + jnp.sum(jnp.log(jnp.diag(chol)))
+        - 0.5 * jnp.sum(normals**2, axis=1)
+    )
+    if interpolation_nodes is None:
+        neg_u = -potential_many(thetas)
+        interp_err = jnp.zeros(())
+    else:
+        neg_u, interp_err = _interpolated_neg_potential(potential_many, thetas, interpolation_nodes)
+    log_w = neg_u - log_q
+    log_w = log_w - jax.scipy.special.logsumexp(log_w)
+    ess = 1.0 / jnp.sum(jnp.exp(2 * log_w))
+
+    centre = theta_map if box_centre == "map" else theta_star
+    distances = jnp.max(jnp.abs(thetas - centre), axis=1)
+    phi, num_outside = smallest_box_radius(distances, log_w, log_delta)
+
+    log_eta_value, _, _ = log_eta(model, centre, phi, theta_star, p, record_grid, theta_grid_size, refine_iters)
+
+    last = jax.tree_util.tree_map(lambda a: a[n - 1], records)
+    log_w_prev = log_w - jax.vmap(lambda t: model.log_k(last, t, p))(thetas)
+    log_w_prev = log_w_prev - jax.scipy.special.logsumexp(log_w_prev)
+    log_a, log_b = log_mixture_extremes(model, thetas, log_w_prev, theta_star, p, record_grid, refine_iters, mixture_grid_stride)
+
+    eps = log_eta_value + log_a - log_b
+    ok = pd & jnp.isfinite(eps)
+    return dict(
+        epsilon=jnp.where(ok, eps, jnp.nan),
+        log_eta=log_eta_value,
+        log_a=log_a,
+        log_b=log_b,
+        phi=phi,
+        theta_map=theta_map,
+        hessian=hess,
+        map_grad=map_grad,
+        newton_steps=steps,
+        num_outside=num_outside,
+        ess=ess,
+        interpolation_error=interp_err,
+        ok=ok,
+    )
+
+
+def _interpolated_neg_potential(potential_many, thetas, num_nodes: int):
+    """-U at 1-D particles by Chebyshev interpolation (first-kind nodes, barycentric form), and
+    the max |interpolant - exact| at the two extreme particles and the first particle."""
+    t = thetas[:, 0]
+    lo, hi = jnp.min(t), jnp.max(t)
+    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    k = jnp.arange(num_nodes)
+    angles = jnp.pi * (k + 0.5) / num_nodes
+    nodes = mid + half * jnp.cos(angles)
+    values = -potential_many(nodes[:, None])
+    shift = jnp.max(values)  # interpolate O(1) numbers, not O(n) ones
+    weights = (-1.0) ** k * jnp.sin(angles)
+
+    def interp(x):
+        diff = x - nodes
+        exact = diff == 0
+        safe = jnp.where(exact, 1.0, diff)
+        c = weights / safe
+        value = jnp.sum(c * (values - shift)) / jnp.sum(c)
+        return jnp.where(jnp.any(exact), jnp.sum(jnp.where(exact, values - shift, 0.0)), value) + shift
+
+    approx = jax.vmap(interp)(t)
+    check = jnp.stack([jnp.argmin(t), jnp.argmax(t), jnp.asarray(0)])
+    exact = -potential_many(thetas[check])
+    return approx, jnp.max(jnp.abs(approx[check] - exact))
+
+
+# --- the full procedure ---------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class ContaminationEstimate:
+    """Result of :func:`contamination_epsilon`. ``epsilon`` is the ``quantile``-th quantile of
+    the per-dataset estimates ``epsilons`` (order statistic ceil(q K)); ``interval`` is a
+    distribution-free confidence interval for the true quantile from the order statistics
+    (binomial coverage >= ``interval_confidence``; an end is +-inf when K is too small to
+    bound it); ``bootstrap_se`` the bootstrap standard error of the quantile."""
+
+    epsilon: float
+    quantile: float
+    delta: float
+    contamination_rate: float
+    num_records: int
+    epsilons: np.ndarray
+    interval: tuple
+    interval_confidence: float
+    bootstrap_se: float
+    num_failed: int
+    details: dict
+    seconds: float
+
+
+def quantile_order_statistic_interval(values: np.ndarray, q: float, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Distribution-free interval [X_(l), X_(u)] for the q-quantile of i.i.d. values:
+    P(X_(l) <= xi_q <= X_(u)) >= P(l <= B < u), B ~ Binomial(K, q), with equal tails of at most
+    (1 - confidence)/2. An end that no order statistic attains is returned as -inf / +inf.
+    Returns (low, high, actual coverage)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    k = x.shape[0]
+    tail = (1.0 - confidence) / 2.0
+    # l: largest with P(B < l) <= tail; u: smallest with P(B >= u) <= tail  (1-based order stats)
+    l = int(stats.binom.ppf(tail, k, q))  # P(B <= l-1) <= tail  <=>  l <= ppf(tail)
+    while l >= 1 and stats.binom.cdf(l - 1, k, q) > tail:
+        l -= 1
+    u = int(stats.binom.ppf(1.0 - tail, k, q)) + 1
+    while u <= k and stats.binom.sf(u - 1, k, q) > tail:
+        u += 1
+    low = x[l - 1] if l >= 1 else -np.inf
+    high = x[u - 1] if u <= k else np.inf
+    coverage = stats.binom.cdf(min(u, k + 1) - 1, k, q) - (stats.binom.cdf(l - 1, k, q) if l >= 1 else 0.0)
+    return float(low), float(high), float(coverage)
+
+
+def _quantile(values: np.ndarray, q: float) -> float:
+    x = np.sort(values)
+    return float(x[max(int(math.ceil(q * x.shape[0])) - 1, 0)])
+
+
+@functools.lru_cache(maxsize=16)
+def _batch_runner(model, padded: int, num_particles: int, proposal_scale: float, theta_grid_size: int, box_centre: str, record_chunk: int, interpolation_nodes):
+    """A jitted, vmapped Algorithm-1 run over a batch of dataset indices. Static: shapes and
+    the model; traced: theta*, n, p, log delta, the grid and the seed, so one compilation
+    serves a whole sweep over n (records live in a buffer of the padded length; only the
+    first n are simulated and read)."""
+
+    def one(k, root, theta_star, n, p, log_delta, grid):
+        key = jax.random.fold_in(root, k)
+        k_data, k_particles = jax.random.split(key)
+        # one key per record (fold_in(k_data, i)): record i is the same draw whatever the
+        # padding, so a sweep over n and a single run give the same dataset. Only the first
+        # ceil(n / chunk) chunks of the padded buffer are simulated (the rest is never read).
+        def simulate_chunk(i):
+            keys = jax.vmap(lambda j: jax.random.fold_in(k_data, j))(i * record_chunk + jnp.arange(record_chunk))
+            draws = jax.vmap(lambda kk: model.simulate(kk, theta_star, 1, p))(keys)
+            return jax.tree_util.tree_map(lambda a: a.reshape((record_chunk,) + a.shape[2:]), draws)
+
+        shapes = jax.eval_shape(simulate_chunk, 0)
+        buffer = jax.tree_util.tree_map(lambda sd: jnp.zeros((padded,) + sd.shape[1:], sd.dtype), shapes)
+
+        def fill(i, buf):
+            part = simulate_chunk(i)
+            return jax.tree_util.tree_map(lambda b, v: jax.lax.dynamic_update_slice_in_dim(b, v, i * record_chunk, 0), buf, part)
+
+        records = jax.lax.fori_loop(0, (n + record_chunk - 1) // record_chunk, fill, buffer)
+        normals = jax.random.normal(k_particles, (num_particles, model.dim))
+        return epsilon_for_dataset(
+            model, records, normals, theta_star=theta_star, contamination_rate=p, log_delta=log_delta,
+            record_grid=grid, num_records=n, proposal_scale=proposal_scale, theta_grid_size=theta_grid_size,
+            box_centre=box_centre, record_chunk=record_chunk, interpolation_nodes=interpolation_nodes,
+        )
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None, None, None)))
+
+
+@float64
+def contamination_epsilon(
+    model: ContaminationModel,
+    *,
+    theta_star: Any,
+    num_records: int,
+    contamination_rate: float,
+    delta: float,
+    num_datasets: int,
+    quantile: float = 0.99,
+    num_particles: int = 1000,
+    proposal_scale: float = 2.0,
+    seed: int = 0,
+    record_grid: Any = None,
+    num_record_grid: int = 1201,
+    theta_grid_size: int = 17,
+    box_centre: str = "map",
+    dataset_batch: int = 8,
+    record_chunk: int = 512,
+    pad_records_to: int | None = None,
+    interpolation_nodes: int | None = None,
+    progress: bool = False,
+    bootstrap: int = 2000,
+) -> ContaminationEstimate:
+    """Paper 003 Algorithm 1 for a user-supplied contaminated model (f, g, prior, samplers).
+
+    Simulates ``num_datasets`` (K) datasets of ``num_records`` (n) records from f(.; theta*)
+    contaminated at rate p, and returns the ``quantile`` (q) of the per-dataset eps_hat with
+    its Monte Carlo uncertainty. Datasets are processed ``dataset_batch`` at a time (vmapped,
+    jitted); dataset k's randomness is fold_in(seed, k) and its record i's a split of that, so
+    results depend neither on the batching nor on ``pad_records_to``. ``record_grid``: candidate records for the sup/inf over x (default:
+    ``num_record_grid`` points spanning the model's [record_low, record_high]).
+    ``pad_records_to``: simulate this many records and use the first n, so calls with
+    different n share one compilation (a sweep passes its largest n).
+    ``interpolation_nodes``: see :func:`epsilon_for_dataset` (d = 1; the per-dataset
+    interpolation error is in ``details["interpolation_error"]``). See the module
+    docstring for the procedure and for ``proposal_scale``.
+    """
+    t0 = time.perf_counter()
+    p = check_contamination_rate(contamination_rate)
+    delta = V.in_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
+    k_sets = V.positive_int("num_datasets", num_datasets)
+    n = V.positive_int("num_records", num_records)
+    if n < 2:
+        raise ValueError(f"num_records={n} violates num_records >= 2 (Algorithm 1 leaves one record out)")
+    q = V.in_range("quantile", quantile, 0.0, 1.0, low_open=True, high_open=True)
+    m = V.positive_int("num_particles", num_particles)
+    if m < 2:
+        raise ValueError(f"num_particles={m} violates num_particles >= 2")
+    s = V.positive("proposal_scale", proposal_scale)
+    V.one_of("box_centre", box_centre, BOX_CENTRES)
+    if isinstance(theta_grid_size, bool) or not isinstance(theta_grid_size, (int, np.integer)) or theta_grid_size < 2:
+        raise ValueError(f"theta_grid_size={theta_grid_size!r} violates theta_grid_size an integer >= 2 (the box's vertices)")
+    batch = V.positive_int("dataset_batch", dataset_batch)
+    chunk = V.positive_int("record_chunk", record_chunk)
+    padded = n if pad_records_to is None else V.positive_int("pad_records_to", pad_records_to)
+    if padded < n:
+        raise ValueError(f"pad_records_to={padded} violates pad_records_to >= num_records={n}")
+    padded = -(-padded // chunk) * chunk
+    theta_star = V.finite_array("theta_star", np.atleast_1d(np.asarray(theta_star, dtype=float)))
+    if theta_star.shape != (model.dim,):
+        raise ValueError(f"theta_star has shape {theta_star.shape}; it must have shape ({model.dim},), the model's dim")
+    if model.sample_f is None or model.sample_g is None:
+        raise ValueError(f"model {model.name!r} needs sample_f and sample_g to simulate datasets")
+    if theta_grid_size**model.dim > 200_000:
+        raise ValueError(f"theta_grid_size**dim = {theta_grid_size}**{model.dim} box points is too many; lower theta_grid_size")
+    if record_grid is None:
+        if model.record_low is None:
+            raise ValueError(f"model {model.name!r} has no record support [record_low, record_high]; pass record_grid")
+        if isinstance(num_record_grid, bool) or not isinstance(num_record_grid, (int, np.integer)) or num_record_grid < 3:
+            raise ValueError(f"num_record_grid={num_record_grid!r} violates num_record_grid an integer >= 3")
+        record_grid = np.linspace(model.record_low, model.record_high, num_record_grid)
+    grid = V.finite_array("record_grid", np.asarray(record_grid, dtype=float))
+    if grid.ndim == 1 and not (grid.shape[0] >= 3 and np.all(np.diff(grid) > 0)):
+        raise ValueError("record_grid must have >= 3 strictly increasing points (scalar records are refined between neighbours)")
+
+    if interpolation_nodes is not None:
+        if model.dim != 1:
+            raise ValueError(f"interpolation_nodes={interpolation_nodes} needs a 1-dimensional theta; the model has dim={model.dim}")
+        if isinstance(interpolation_nodes, bool) or not isinstance(interpolation_nodes, (int, np.integer)) or interpolation_nodes < 8:
+            raise ValueError(f"interpolation_nodes={interpolation_nodes!r} violates interpolation_nodes an integer >= 8")
+        interpolation_nodes = int(interpolation_nodes)
+    run_batch = _batch_runner(model, padded, m, s, int(theta_grid_size), box_centre, chunk, interpolation_nodes)
+    args = (jax.random.PRNGKey(seed), jnp.asarray(theta_star), jnp.asarray(n), jnp.asarray(p), jnp.asarray(math.log(delta)), jnp.asarray(grid))
+    chunks = []
+    starts = range(0, k_sets, batch)
+    if progress:
+        from tqdm.auto import tqdm
+
+        starts = tqdm(starts, desc=f"contamination n={n}", unit="batch")
+    for start in starts:
+        # fixed batch shape: one compilation; indices past K are computed and dropped
+        chunks.append(jax.device_get(run_batch(jnp.arange(start, start + batch), *args)))
+    details = {key: np.concatenate([c[key] for c in chunks])[:k_sets] for key in chunks[0]}
+    eps = np.asarray(details["epsilon"], dtype=float)
+    failed = int(np.sum(~np.isfinite(eps)))
+    # a failed dataset (Hessian not positive definite, non-finite eps) is never dropped: it
+    # counts as +inf, which can only raise the reported quantile
+    eps = np.where(np.isfinite(eps), eps, np.inf)
+    value = _quantile(eps, q)
+    low, high, coverage = quantile_order_statistic_interval(eps, q)
+    boot_se = float("nan")
+    if bootstrap:
+        rng = np.random.default_rng(seed)
+        boots = np.array([_quantile(eps[rng.integers(0, k_sets, k_sets)], q) for _ in range(bootstrap)])
+        if np.all(np.isfinite(boots)):
+            boot_se = float(np.std(boots))
+    return ContaminationEstimate(
+        epsilon=value,
+        quantile=q,
+        delta=delta,
+        contamination_rate=p,
+        num_records=n,
+        epsilons=eps,
+        interval=(low, high),
+        interval_confidence=coverage,
+        bootstrap_se=boot_se,
+        num_failed=failed,
+        details=details,
+        seconds=time.perf_counter() - t0,
+    )

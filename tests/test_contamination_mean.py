@@ -1,0 +1,87 @@
+"""`dpjax reproduce contamination-mean` at a tiny size: structure and sanity of the JSON, and
+the CLI wiring. The reproduction's numbers themselves rest on the estimator tests
+(tests/test_contamination.py: brute-force numpy Algorithm 1 on one dataset)."""
+import argparse
+import math
+
+import numpy as np
+import pytest
+
+from dpjax.experiments import contamination_mean as cm
+
+
+def tiny_args(**overrides):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="out")
+    cm.add_arguments(parser)
+    args = parser.parse_args(["--n-values", "100,1000", "--K", "40", "--particles", "200", "--grid", "601", "--dataset-batch", "20"])
+    for k, v in overrides.items():
+        setattr(args, k, v)
+    return args
+
+
+@pytest.mark.slow
+def test_tiny_reproduction_structure_and_sanity():
+    results, fig = cm.run(tiny_args())
+    assert fig is not None
+    n = results["n"]
+    assert n == [100, 1000]
+    for key in ("epsilon_hat", "paper_epsilon_hat", "interval_low", "interval_high", "bootstrap_se", "contamination_rate", "delta", "seconds"):
+        assert len(results[key]) == len(n), key
+    assert results["paper_epsilon_hat"] == [2.85, 0.94]
+    np.testing.assert_allclose(results["contamination_rate"], [100 ** -0.125, 1000 ** -0.125], rtol=1e-15)
+    np.testing.assert_allclose(results["delta"], [1e-3, 1e-4], rtol=1e-15)
+    eps = np.asarray(results["epsilon_hat"])
+    assert np.all(np.isfinite(eps)) and np.all(eps > 0)
+    assert results["num_failed"] == [0, 0]
+    # more data and less contamination still give more privacy here (Table 1's trend)
+    assert eps[1] < eps[0]
+    # the reported quantile is the order statistic ceil(0.99 K) of the per-dataset values
+    for e, per in zip(eps, results["per_dataset_epsilon"]):
+        per = np.sort(per)
+        assert len(per) == 40
+        assert e == per[math.ceil(0.99 * 40) - 1]
+    # K = 40 cannot bound a 99% quantile from above at 95%: the interval says so
+    assert all(h == math.inf for h in results["interval_high"])
+    diag = results["diagnostics"]
+    assert max(diag["max_interpolation_error"]) < 1e-6
+    assert min(diag["min_particles_outside_box"]) >= 1  # the box is set by resolved tail weight
+    assert max(diag["max_map_error_in_sd"]) < 1e-6
+    # dataset k is the same draw whatever K and the padding: a run with K = 20 (same compiled
+    # batch shape, so no recompilation) reproduces the first 20 per-dataset values of n = 100
+    from dpjax.estimators.contamination import contamination_epsilon
+
+    est = contamination_epsilon(
+        cm_model(), theta_star=30.0, num_records=100, contamination_rate=100 ** -0.125, delta=1e-3, num_datasets=20,
+        num_particles=200, num_record_grid=601, dataset_batch=20, pad_records_to=1000, interpolation_nodes=32,
+    )
+    np.testing.assert_array_equal(est.epsilons, results["per_dataset_epsilon"][0][:20])
+
+
+def cm_model():
+    from dpjax.models.contamination import truncated_normal_mean_contamination
+
+    return truncated_normal_mean_contamination()
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match=r"--width=-1(\.0)? violates width > 0"):
+        cm.run(tiny_args(width=-1.0))
+    parser = argparse.ArgumentParser()
+    cm.add_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--n-values", "100,x"])
+    with pytest.raises(argparse.ArgumentTypeError, match="every n must be an integer >= 2"):
+        cm._int_list("1,100")
+
+
+def test_cli_registers_the_experiment():
+    from dpjax.cli import _add_module_arguments, build_parser
+
+    argv = ["reproduce", "contamination-mean", "--quick", "--K", "5", "--n-values", "50"]
+    parser = build_parser()
+    _add_module_arguments(parser, argv)
+    args = parser.parse_args(argv)
+    assert args.name == "contamination-mean" and args.K == 5 and args.n_values == [50] and args.quick
