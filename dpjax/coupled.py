@@ -30,11 +30,49 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from . import _validate
 from .data import Dataset, NeighbouringPair, make_pair
 from .models.base import Model
-from .samplers.kernel import INIT_STREAM, LangevinSampler, clip_one
+from .samplers.batching import Cyclic
+from .samplers.kernel import INIT_STREAM, NOISE_BLOCK, LangevinSampler, clip_one
 
 
-_BLOCK_STEPS = 32  # steps whose randomness is drawn together
+_BLOCK_STEPS = NOISE_BLOCK  # steps whose randomness is drawn together
 _BLOCK_ELEMENTS = 1 << 22  # cap on pairs-per-device x block x batch size (memory of a block's batches)
+# Cyclic orders are written out as tables when pairs x records is at most this (64 MB of int32):
+# the same numbers, one gather per step instead of a keyed bijection with cycle-walking.
+_ORDER_TABLE_ELEMENTS = 1 << 24
+
+
+def aligned_block(largest: int, cap: int) -> int:
+    """Steps per randomness block: the largest power of two <= min(largest, cap), at least 1
+    (so that it divides NOISE_BLOCK)."""
+    b = max(1, min(largest, cap, NOISE_BLOCK))
+    return 1 << (b.bit_length() - 1)
+
+
+def run_aligned_blocks(block: int, start, count, state, draw, step_fn):
+    """Run steps start, ..., start + count - 1 in blocks on the absolute grid of ``block``.
+
+    ``draw(first)`` gives the randomness of steps first .. first + block - 1 (leaves with a
+    leading axis of ``block``); ``step_fn(batch, z, state, t)`` advances the state by step t.
+    Steps of a block outside [start, start + count) are drawn but not run.
+    """
+    first0 = start - start % block
+    stop = start + count
+
+    def run_block(i, state):
+        first = first0 + i * block
+        # the barrier keeps XLA from fusing the block's randomness into each step's slice
+        batches, noises = jax.lax.optimization_barrier(draw(first))
+
+        def one(j, state):
+            take = lambda leaf: jax.lax.dynamic_index_in_dim(leaf, j, axis=0, keepdims=False)
+            return step_fn(jax.tree.map(take, batches), take(noises), state, first + j)
+
+        lo = jnp.maximum(start - first, 0)
+        hi = jnp.minimum(block, stop - first)
+        return jax.lax.fori_loop(lo, hi, one, state)
+
+    num_blocks = jnp.where(count > 0, (stop - first0 + block - 1) // block, 0)
+    return jax.lax.fori_loop(0, num_blocks, run_block, state)
 
 
 class CoupledResult(NamedTuple):
@@ -252,16 +290,19 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, chunk_si
     if given is not None:
         given = place(jnp.asarray(given, dtype)) if given.ndim == 2 else jnp.asarray(given, dtype)
     keys, state = setup(chain_ids, given)
+    if isinstance(sampler.batching, Cyclic) and padded * n <= _ORDER_TABLE_ELEMENTS:
+        keys = keys._replace(batching=jax.jit(jax.vmap(lambda s: sampler.batching.tabulate(s, n)))(keys.batching))
 
     # Randomness for a block of steps is drawn in one vectorised call (per pair: P batches
     # and P normal draws), then the block's steps run; cycle-walking orders and the RNG are
-    # far cheaper over K * P lanes at once than P times over K lanes. P shrinks for big batches.
-    block = max(1, min(_BLOCK_STEPS, _BLOCK_ELEMENTS // max(1, padded // num_devices * sampler.batching.batch_size(n))))
-    steps_in_block = jnp.arange(block, dtype=jnp.int32)
+    # far cheaper over K * P lanes at once than P times over K lanes. Blocks sit on the
+    # absolute step grid (P divides NOISE_BLOCK), so a block's normal draws come from one key.
+    block = aligned_block(_BLOCK_STEPS, _BLOCK_ELEMENTS // max(1, padded // num_devices * sampler.batching.batch_size(n)))
 
     def block_randomness(keys, first):
-        at_step = lambda t: jax.vmap(lambda k: sampler.randomness(k, t, n, dim))(keys)
-        return jax.vmap(at_step)(first + steps_in_block)  # leaves (P, K, ...): a step's slice is contiguous
+        batches, noises = jax.vmap(lambda k: sampler.block_randomness(k, first, block, n, dim))(keys)
+        # leaves (P, K, ...): a step's slice is contiguous
+        return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 1, 0), (batches, noises))
 
     step_pairs = jax.vmap(
         lambda b, z, s, t: _coupled_step(sampler, model, dataset, neighbour, index, b, z, s, t), in_axes=(0, 0, 0, None)
@@ -270,18 +311,7 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, chunk_si
     @jax.jit
     def advance(keys, state, start, count):
         # traced start and count: one compilation serves every chunk length
-        def run_block(i, state):
-            first = start + i * block
-            # the barrier keeps XLA from fusing the block's randomness into each step's slice
-            batches, noises = jax.lax.optimization_barrier(block_randomness(keys, first))
-
-            def one(j, state):
-                take = lambda leaf: jax.lax.dynamic_index_in_dim(leaf, j, axis=0, keepdims=False)
-                return step_pairs(jax.tree.map(take, batches), take(noises), state, first + j)
-
-            return jax.lax.fori_loop(0, jnp.minimum(block, start + count - first), one, state)
-
-        return jax.lax.fori_loop(0, (count + block - 1) // block, run_block, state)
+        return run_aligned_blocks(block, start, count, state, lambda first: block_randomness(keys, first), step_pairs)
 
     # compile once (a zero-length chunk) so the run time below is pure stepping
     compile_start = time.perf_counter()

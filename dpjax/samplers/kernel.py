@@ -23,7 +23,8 @@ rescales it to norm at most C (DP-SGD's per-example clipping; the prior is not c
 
 Randomness is counter-based: a chain's key k_c = fold_in(key(seed), c) gives its batching
 state (from fold_in(k_c, 0)) and its noise key (fold_in(k_c, 1)); step t's normal draw is
-``normal(fold_in(noise_key, t))`` and its batch depends on (batching state, t) only.
+row t mod 32 of ``normal(fold_in(noise_key, t // 32), (32, d))`` (drawing 32 steps' noise per
+key halves the RNG work of a step), and its batch depends on (batching state, t) only.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ from .batching import Batch, BatchingScheme
 
 PARAMETERISATIONS = ("welling-teh", "euler")
 BATCH_STREAM, NOISE_STREAM, INIT_STREAM = 0, 1, 2
+NOISE_BLOCK = 32  # steps whose normal draws come from one key
 
 StepSize = Union[float, Callable[[jax.Array], jax.Array]]
 
@@ -150,11 +152,28 @@ class LangevinSampler:
             noise=jax.random.fold_in(chain_key, NOISE_STREAM),
         )
 
+    def noise_rows(self, keys: ChainKeys, first: jax.Array, count: int, dim: int) -> jax.Array:
+        """Standard normal draws (count, d) of steps first, ..., first + count - 1.
+
+        They must lie in one aligned group of :data:`NOISE_BLOCK` steps (count = 1, or count
+        divides NOISE_BLOCK and first is a multiple of count).
+        """
+        table = jax.random.normal(jax.random.fold_in(keys.noise, first // NOISE_BLOCK), (NOISE_BLOCK, dim), dtype=jnp.result_type(float))
+        return jax.lax.dynamic_slice_in_dim(table, first % NOISE_BLOCK, count)
+
     def randomness(self, keys: ChainKeys, step: jax.Array, num_slots: int, dim: int) -> tuple[Batch, jax.Array]:
         """Step ``step``'s batch and standard normal draw (d,)."""
         batch = self.batching.batch(keys.batching, step, num_slots)
-        noise = jax.random.normal(jax.random.fold_in(keys.noise, step), (dim,), dtype=jnp.result_type(float))
-        return batch, noise
+        return batch, self.noise_rows(keys, step, 1, dim)[0]
+
+    def block_randomness(self, keys: ChainKeys, first: jax.Array, block: int, num_slots: int, dim: int) -> tuple[Batch, jax.Array]:
+        """Batches (leaves with a leading axis of ``block``) and normal draws (block, d) of the
+        steps first, ..., first + block - 1, equal to :meth:`randomness` step by step.
+        ``block`` divides :data:`NOISE_BLOCK` and ``first`` is a multiple of it."""
+        if NOISE_BLOCK % block:
+            raise ValueError(f"block={block} must divide NOISE_BLOCK={NOISE_BLOCK}")
+        batches = jax.vmap(lambda t: self.batching.batch(keys.batching, t, num_slots))(first + jnp.arange(block, dtype=jnp.int32))
+        return batches, self.noise_rows(keys, first, block, dim)
 
     # --- gradients ----------------------------------------------------------------------
     def potential_grad_estimate(self, model: Model, dataset: Dataset, theta: jax.Array, batch: Batch) -> jax.Array:

@@ -60,7 +60,7 @@ def _coupled(sampler, model, dataset: Dataset, neighbour: Dataset, index: int, b
     return coupled._coupled_step(sampler, model, dataset, neighbour, index, batch, z, state, step)
 
 
-BLOCK_STEPS = 32  # steps whose randomness is drawn together
+BLOCK_STEPS = coupled.NOISE_BLOCK  # steps whose randomness is drawn together
 BLOCK_ELEMENTS = 1 << 22  # cap on pairs-per-device x block x batch size (memory of a block's batches)
 
 
@@ -101,20 +101,14 @@ def _advance(keys, state, dataset, neighbour, start, count, *, sampler, model, i
     # those steps run: the batch orders and the RNG are much cheaper over K x block lanes at
     # once. Step t's draw depends on (keys, t) only, so the grouping never changes a number.
     n, dim = dataset.num_slots, state.position.shape[1]
-    offsets = jnp.arange(block, dtype=jnp.int32)
     step_pairs = jax.vmap(lambda k, s, t, b, z: _coupled(sampler, model, dataset, neighbour, index, b, z, s, t), in_axes=(0, 0, None, 0, 0))
 
-    def run_block(i, state):
-        first = start + i * block
-        draws = jax.vmap(lambda k: jax.vmap(lambda t: sampler.randomness(k, t, n, dim))(first + offsets))(keys)
+    def draw(first):
+        # per pair (block, ...) leaves, moved to (block, K, ...) so a step's slice is contiguous
+        batches, noises = jax.vmap(lambda k: sampler.block_randomness(k, first, block, n, dim))(keys)
+        return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 1, 0), (batches, noises))
 
-        def one(j, state):
-            batch, z = jax.tree.map(lambda leaf: jax.lax.dynamic_index_in_dim(leaf, j, axis=1, keepdims=False), draws)
-            return step_pairs(keys, state, first + j, batch, z)
-
-        return jax.lax.fori_loop(0, jnp.minimum(block, start + count - first), one, state)
-
-    return jax.lax.fori_loop(0, (count + block - 1) // block, run_block, state)
+    return coupled.run_aligned_blocks(block, start, count, state, draw, lambda b, z, s, t: step_pairs(keys, s, t, b, z))
 
 
 def run_pairs(
@@ -156,7 +150,7 @@ def _run(seed, problem, num_pairs, num_steps, steps, dtype, mesh, chunk_size, ch
 
     setup = functools.partial(_setup, seed=int(seed), padded=padded, n=n, sampler=sampler, sharding=chains)
     fresh_state = functools.partial(_fresh_state, x0=tuple(float(v) for v in x0), padded=padded, dtype=str(dtype), sharding=chains)
-    block = max(1, min(BLOCK_STEPS, BLOCK_ELEMENTS // max(1, (padded // num_devices) * sampler.batching.batch_size(n))))
+    block = coupled.aligned_block(BLOCK_STEPS, BLOCK_ELEMENTS // max(1, (padded // num_devices) * sampler.batching.batch_size(n)))
     advance = functools.partial(_advance, sampler=sampler, model=model, index=index, block=block)
 
     compile_start = time.perf_counter()
