@@ -24,3 +24,19 @@ def test_unknown_experiment_is_rejected(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["reproduce", "no-such-result"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_experiment_scripts_cover_every_result_and_run(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = {p.stem for p in (root / "experiments").glob("*.py")}
+    assert scripts == set(EXPERIMENTS.values())
+    subprocess.run(
+        [sys.executable, str(root / "experiments" / "girsanov_quadratic.py"), "--out", str(tmp_path), "--steps", "1,10"],
+        check=True, capture_output=True, timeout=300,
+    )
+    out = json.loads((tmp_path / "girsanov-quadratic.json").read_text())
+    assert out["steps"] == [1, 10] and (tmp_path / "girsanov-quadratic.png").exists()
