@@ -29,6 +29,7 @@ BENCHMARKS = {
     "accountant": "accountant",
     "estimators": "estimators",
     "scaling": "scaling",
+    "figure1": "figure1",
 }
 
 

@@ -40,3 +40,15 @@ def test_experiment_scripts_cover_every_result_and_run(tmp_path):
     )
     out = json.loads((tmp_path / "girsanov-quadratic.json").read_text())
     assert out["steps"] == [1, 10] and (tmp_path / "girsanov-quadratic.png").exists()
+
+
+def test_bench_figure1_at_small_n(capsys):
+    """The Figure 1 Monte Carlo benchmark end to end at n = 100: the chains' 95% lower bounds
+    stay below the exact epoch-end eps (fixed seed)."""
+    from dpjax.cli import main
+
+    assert main(["bench", "figure1", "--json", "--n", "100", "--pairs", "3000", "--epochs", "3,12"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["epochs"] == [3, 12] and out["num_nonfinite"] == 0
+    assert out["all_lower_bounds_below_exact"]
+    assert out["lower_bound_95"][1] > 0.3  # the leak at the peak is detected with 3000 pairs
