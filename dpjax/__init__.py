@@ -8,6 +8,7 @@ from __future__ import annotations
 from .data import Dataset, NeighbouringPair, add_remove, make_dataset, make_pair, replace_one
 from .models.base import Model
 from .accountants.curve import PrivacyCurve, Provenance
+from .coupled import CoupledResult, run_coupled
 
 __version__ = "0.1.0"
 
@@ -21,11 +22,6 @@ __all__ = [
     "Model",
     "PrivacyCurve",
     "Provenance",
+    "run_coupled",
+    "CoupledResult",
 ]
-
-try:  # the coupled runner (added with the samplers)
-    from .coupled import CoupledResult, run_coupled  # noqa: F401
-
-    __all__ += ["run_coupled", "CoupledResult"]
-except ImportError:  # pragma: no cover
-    pass

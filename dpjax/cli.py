@@ -98,12 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="paper 000's story at reduced n: a private posterior, a non-private interim iterate")
-    try:
-        from .demo import add_arguments as demo_args
+    from .demo import add_arguments as demo_args  # light: the demo imports JAX only when run
 
-        demo_args(demo)
-    except ImportError:  # pragma: no cover - demo module missing in a partial checkout
-        pass
+    demo_args(demo)
     demo.set_defaults(func=_cmd_demo)
 
     rep = sub.add_parser("reproduce", help="regenerate a paper result: writes OUT/NAME.json and OUT/NAME.png")
