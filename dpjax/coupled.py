@@ -48,6 +48,13 @@ def aligned_block(largest: int, cap: int) -> int:
     return 1 << (b.bit_length() - 1)
 
 
+def pairs_block_randomness(sampler: LangevinSampler, keys, first, block: int, num_slots: int, dim: int):
+    """Every pair's batches and normal draws for steps first .. first + block - 1, as leaves
+    of shape (block, K, ...) so that one step's slice is contiguous."""
+    draws = jax.vmap(lambda k: sampler.block_randomness(k, first, block, num_slots, dim))(keys)
+    return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 1, 0), draws)
+
+
 def run_aligned_blocks(block: int, start, count, state, draw, step_fn):
     """Run steps start, ..., start + count - 1 in blocks on the absolute grid of ``block``.
 
@@ -299,11 +306,6 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, chunk_si
     # absolute step grid (P divides NOISE_BLOCK), so a block's normal draws come from one key.
     block = aligned_block(_BLOCK_STEPS, _BLOCK_ELEMENTS // max(1, padded // num_devices * sampler.batching.batch_size(n)))
 
-    def block_randomness(keys, first):
-        batches, noises = jax.vmap(lambda k: sampler.block_randomness(k, first, block, n, dim))(keys)
-        # leaves (P, K, ...): a step's slice is contiguous
-        return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 1, 0), (batches, noises))
-
     step_pairs = jax.vmap(
         lambda b, z, s, t: _coupled_step(sampler, model, dataset, neighbour, index, b, z, s, t), in_axes=(0, 0, 0, None)
     )
@@ -311,7 +313,7 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, chunk_si
     @jax.jit
     def advance(keys, state, start, count):
         # traced start and count: one compilation serves every chunk length
-        return run_aligned_blocks(block, start, count, state, lambda first: block_randomness(keys, first), step_pairs)
+        return run_aligned_blocks(block, start, count, state, lambda first: pairs_block_randomness(sampler, keys, first, block, n, dim), step_pairs)
 
     # compile once (a zero-length chunk) so the run time below is pure stepping
     compile_start = time.perf_counter()

@@ -201,6 +201,15 @@ def _pair_laws(hessian1, linear1, hessian2, linear2, step_size, steps, mean0, co
     return m1, c1, m2, c2
 
 
+def _ula_last_iterate_provenance(method: str) -> Provenance:
+    return Provenance(
+        result=f"exact Gaussian law of ULA on a quadratic potential ({method})",
+        mode="exact",
+        assumptions=("quadratic potentials on D and D'", "shared Gaussian start"),
+        released="last iterate",
+    )
+
+
 def exact_last_iterate_curve(
     hessian1, linear1, hessian2, linear2, step_size: float, steps, orders, mean0=0.0, cov0=0.0, temperature: float = 1.0
 ) -> PrivacyCurve:
@@ -208,12 +217,7 @@ def exact_last_iterate_curve(
     recorded step: a PrivacyCurve with rdp of shape (len(steps), len(orders))."""
     m1, c1, m2, c2 = _pair_laws(hessian1, linear1, hessian2, linear2, step_size, steps, mean0, cov0, temperature)
     rdp = exact_renyi_between_laws(m1, c1, m2, c2, orders)
-    prov = Provenance(
-        result="exact Gaussian law of ULA on a quadratic potential (closed-form Rényi of two Gaussians)",
-        mode="exact",
-        assumptions=("quadratic potentials on D and D'", "shared Gaussian start"),
-        released="last iterate",
-    )
+    prov = _ula_last_iterate_provenance("closed-form Rényi of two Gaussians")
     return PrivacyCurve.from_rdp(orders, rdp, prov)
 
 
@@ -302,12 +306,7 @@ def exact_last_iterate_profile(
             deltas[s] = gd.analytic_gaussian_delta(mu, eps)
         else:
             raise ValueError(f"an exact delta(eps) profile in d={m1.shape[1]} needs equal covariances on D and D' (hessian1 == hessian2)")
-    prov = Provenance(
-        result="exact Gaussian law of ULA on a quadratic potential (hockey-stick of two Gaussians)",
-        mode="exact",
-        assumptions=("quadratic potentials on D and D'", "shared Gaussian start"),
-        released="last iterate",
-    )
+    prov = _ula_last_iterate_provenance("hockey-stick of two Gaussians")
     return PrivacyCurve.from_profile(eps, deltas, prov)
 
 

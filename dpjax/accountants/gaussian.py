@@ -117,25 +117,34 @@ def _integer_orders(q, sigma, alpha) -> np.ndarray:
     Elements are bucketed by the power of two >= a - 1 (the number of terms), so the dense
     term axis wastes at most half its length and few shapes get compiled.
     """
-    out = np.empty(alpha.shape)
     log_fact = _log_factorial_table(_pad_pow2(int(alpha.max()) + 1, 6) - 1)
     need = (alpha - 1).astype(np.int64)
     bucket = np.maximum(16, 1 << np.ceil(np.log2(need)).astype(np.int64))
-    for num_terms in np.unique(bucket):
-        idx = np.flatnonzero(bucket == num_terms)
-        chunk = min(_pow2_floor(max(16, _MAX_TERMS_PER_CHUNK // int(num_terms))), _pad_pow2(idx.size, 4))
+    return _run_bucketed(
+        q, sigma, alpha, bucket, pad_order=2.0,
+        chunk_for=lambda num_terms: _pow2_floor(max(16, _MAX_TERMS_PER_CHUNK // num_terms)),
+        kernel=lambda qs, ss, aa, num_terms: _log_a_minus_1_integer(qs, ss, aa, log_fact, num_terms),
+    )
+
+
+def _run_bucketed(q, sigma, alpha, bucket, *, pad_order, chunk_for, kernel) -> np.ndarray:
+    """Apply ``kernel(q, sigma, alpha, b)`` to the elements of each bucket value b in
+    fixed-size chunks (padded with q = 0.5, sigma = 1, alpha = ``pad_order``), so that each
+    bucket compiles once whatever the number of elements."""
+    out = np.empty(alpha.shape)
+    for b in np.unique(bucket):
+        idx = np.flatnonzero(bucket == b)
+        chunk = min(chunk_for(int(b)), _pad_pow2(idx.size, 4))
         for lo in range(0, idx.size, chunk):
             sel = idx[lo : lo + chunk]
-            n = sel.size
-            pad = chunk - n
-            res = _log_a_minus_1_integer(
+            pad = chunk - sel.size
+            res = kernel(
                 np.concatenate([q[sel], np.full(pad, 0.5)]),
                 np.concatenate([sigma[sel], np.ones(pad)]),
-                np.concatenate([alpha[sel], np.full(pad, 2.0)]),
-                log_fact,
-                int(num_terms),
+                np.concatenate([alpha[sel], np.full(pad, pad_order)]),
+                int(b),
             )
-            out[sel] = np.asarray(res)[:n]
+            out[sel] = np.asarray(res)[: sel.size]
     return out
 
 
@@ -209,25 +218,13 @@ def _fractional_orders(q, sigma, alpha) -> np.ndarray:
     """log(A_a - 1) for flat arrays; elements are bucketed by the panel count they need and
     processed in fixed-size chunks (a few hundred kB of nodes: cache-sized, one compilation
     per bucket)."""
-    out = np.empty(alpha.shape)
     need = _panels_needed(sigma, alpha)
     bucket = _PANEL_BUCKETS[np.searchsorted(_PANEL_BUCKETS, need)]
-    for panels in np.unique(bucket):
-        idx = np.flatnonzero(bucket == panels)
-        chunk = _pow2_floor(max(16, _NODES_PER_CHUNK // (int(panels) * _GL_NODES_PER_PANEL)))
-        chunk = min(chunk, _pad_pow2(idx.size, 4))
-        for lo in range(0, idx.size, chunk):
-            sel = idx[lo : lo + chunk]
-            n = sel.size
-            pad = chunk - n
-            res = _log_a_minus_1_fractional(
-                np.concatenate([q[sel], np.full(pad, 0.5)]),
-                np.concatenate([sigma[sel], np.ones(pad)]),
-                np.concatenate([alpha[sel], np.full(pad, 1.5)]),
-                int(panels),
-            )
-            out[sel] = np.asarray(res)[:n]
-    return out
+    return _run_bucketed(
+        q, sigma, alpha, bucket, pad_order=1.5,
+        chunk_for=lambda panels: _pow2_floor(max(16, _NODES_PER_CHUNK // (panels * _GL_NODES_PER_PANEL))),
+        kernel=_log_a_minus_1_fractional,
+    )
 
 
 def _pow2_floor(n: int) -> int:

@@ -104,9 +104,7 @@ def _advance(keys, state, dataset, neighbour, start, count, *, sampler, model, i
     step_pairs = jax.vmap(lambda k, s, t, b, z: _coupled(sampler, model, dataset, neighbour, index, b, z, s, t), in_axes=(0, 0, None, 0, 0))
 
     def draw(first):
-        # per pair (block, ...) leaves, moved to (block, K, ...) so a step's slice is contiguous
-        batches, noises = jax.vmap(lambda k: sampler.block_randomness(k, first, block, n, dim))(keys)
-        return jax.tree.map(lambda leaf: jnp.moveaxis(leaf, 1, 0), (batches, noises))
+        return coupled.pairs_block_randomness(sampler, keys, first, block, n, dim)
 
     return coupled.run_aligned_blocks(block, start, count, state, draw, lambda b, z, s, t: step_pairs(keys, s, t, b, z))
 
