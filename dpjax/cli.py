@@ -22,6 +22,7 @@ EXPERIMENTS = {
     "girsanov-quadratic": "girsanov_quadratic",
     "gibbs-gaussian-mean": "gibbs_gaussian_mean",
     "contamination-mean": "contamination_mean",
+    "contamination-logistic": "contamination_logistic",
     "expfam-beta": "expfam_beta",
 }
 BENCHMARKS = {

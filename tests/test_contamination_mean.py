@@ -16,7 +16,8 @@ def tiny_args(**overrides):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="out")
     cm.add_arguments(parser)
-    args = parser.parse_args(["--n-values", "100,1000", "--K", "40", "--particles", "200", "--grid", "601", "--dataset-batch", "20"])
+    args = parser.parse_args(["--n-values", "100,1000", "--K", "40", "--particles", "200", "--grid", "601", "--dataset-batch", "20",
+                              "--logistic-n-values", "200", "--logistic-K", "8", "--logistic-particles", "100", "--logistic-grid-per-axis", "3"])
     for k, v in overrides.items():
         setattr(args, k, v)
     return args
@@ -49,6 +50,15 @@ def test_tiny_reproduction_structure_and_sanity():
     assert max(diag["max_interpolation_error"]) < 1e-6
     assert min(diag["min_particles_outside_box"]) >= 1  # the box is set by resolved tail weight
     assert max(diag["max_map_error_in_sd"]) < 1e-6
+    # the logistic-regression comparison (paper 003 §4.3) rides along, both arms at each n
+    lr = results["logistic_regression"]
+    assert lr["n"] == [200] and lr["settings"]["dim"] == 5 and lr["settings"]["K"] == 8
+    np.testing.assert_allclose(lr["contamination_rate"], [200 ** -0.125], rtol=1e-15)
+    for arm in ("contaminated", "uncontaminated"):
+        assert lr[f"num_failed_{arm}"] == [0]
+        per = np.sort(lr[f"per_dataset_epsilon_{arm}"][0])
+        assert lr[f"epsilon_hat_{arm}"][0] == per[math.ceil(0.99 * 8) - 1] and np.all(per > 0)
+    assert lr["ratio_uncontaminated_over_contaminated"][0] == lr["epsilon_hat_uncontaminated"][0] / lr["epsilon_hat_contaminated"][0]
     # dataset k is the same draw whatever K and the padding: a run with K = 20 (same compiled
     # batch shape, so no recompilation) reproduces the first 20 per-dataset values of n = 100
     from dpjax.estimators.contamination import contamination_epsilon
@@ -85,3 +95,8 @@ def test_cli_registers_the_experiment():
     _add_module_arguments(parser, argv)
     args = parser.parse_args(argv)
     assert args.name == "contamination-mean" and args.K == 5 and args.n_values == [50] and args.quick
+    argv = ["reproduce", "contamination-logistic", "--K", "5", "--theta-star", "0,1,2"]
+    parser = build_parser()
+    _add_module_arguments(parser, argv)
+    args = parser.parse_args(argv)
+    assert args.name == "contamination-logistic" and args.K == 5 and args.theta_star == [0.0, 1.0, 2.0]

@@ -28,7 +28,10 @@ Table 1), so a grid with spacing << sigma brackets the global optimum in one cel
 golden-section search inside the neighbouring cells removes the O(h^2) grid error. The box
 A_n is gridded per axis (vertices included) and refined the same way. The refinement can
 only improve on the grid value (it starts from it), so sup estimates never decrease.
-Records with more than one component are handled by the grid alone (pass ``record_grid``).
+Vector records (a regression's (response, covariates), paper 003 §4.3) are searched over the
+product grid of the model's record space (discrete levels x equally spaced continuous
+values), then refined coordinate-wise by golden section over the continuous components and
+theta; a user-supplied vector grid without bounds is searched as given.
 """
 from __future__ import annotations
 
@@ -126,53 +129,130 @@ def _log_d_table(model, records, thetas, theta_star, p):
     return log_mix(log_f - norms[None, :], log_g[:, None], p) - log_k_star[:, None]
 
 
-def log_eta(model: ContaminationModel, centre, phi, theta_star, p, record_grid, theta_grid_size: int = 17, refine_iters: int = 40):
+def _coordinate_ascent(objective, v0, best0, lows, highs, steps, coords: tuple, sweeps: int, iters: int):
+    """Coordinate-wise golden-section ascent of ``objective`` from ``v0`` (value ``best0``):
+    each coordinate k in ``coords`` in turn is searched over [v_k - step_k, v_k + step_k]
+    clipped to [low_k, high_k], for ``sweeps`` rounds; a move is kept only if it improves, so
+    the result is never below ``best0``. Returns (argmax, max)."""
+    if not coords:
+        return v0, best0
+    coords_arr = jnp.asarray(coords)
+
+    def sweep(i, state):
+        v, best = state
+        k = coords_arr[i % len(coords)]
+        lo = jnp.maximum(v[k] - steps[k], lows[k])
+        hi = jnp.minimum(v[k] + steps[k], highs[k])
+        arg, val = _golden_max(lambda t: objective(v.at[k].set(t)), lo, hi, iters)
+        better = val > best
+        return jnp.where(better, v.at[k].set(arg), v), jnp.maximum(val, best)
+
+    return jax.lax.fori_loop(0, sweeps * len(coords), sweep, (v0, best0))
+
+
+def _projected_newton(objective, v0, best0, lows, highs, coords: tuple, iters: int = 12, backtracks: int = 30):
+    """Polish a local max of a smooth ``objective`` over the box [lows, highs] in the
+    coordinates ``coords`` (the rest stay fixed): projected Newton steps with the active
+    bounds (at a bound, gradient pointing out) held fixed, the negated Hessian's eigenvalues
+    floored (an ascent direction where the objective is not concave) and a halving line
+    search of the projected step; a step is kept only if it improves, so the result is never
+    below ``best0``. Coordinate sweeps converge only linearly where coordinates interact
+    (a mixture over particles in several covariates); this converges quadratically near an
+    interior optimum and finds the optimum on a face. Returns the best value."""
+    if not coords:
+        return best0
+    idx = jnp.asarray(coords)
+    lo, hi = lows[idx], highs[idx]
+
+    def step(_, state):
+        v, best = state
+        f = lambda x: objective(v.at[idx].set(x))
+        x = v[idx]
+        g = jax.grad(f)(x)
+        h = jax.hessian(f)(x)
+        span = hi - lo
+        active = ((x <= lo + 1e-12 * span) & (g < 0)) | ((x >= hi - 1e-12 * span) & (g > 0))
+        keep = ~active
+        neg_h = jnp.where(keep[:, None] & keep[None, :], -h, jnp.eye(x.shape[0]))
+        evals, evecs = jnp.linalg.eigh(neg_h)
+        floor = 1e-8 * jnp.maximum(jnp.max(jnp.abs(evals)), 1e-300)
+        direction = evecs @ ((evecs.T @ jnp.where(keep, g, 0.0)) / jnp.maximum(evals, floor))
+        direction = jnp.where(keep, direction, 0.0)
+
+        def halve(bt):
+            t, _, j = bt
+            t = 0.5 * t
+            return t, f(jnp.clip(x + t * direction, lo, hi)), j + 1
+
+        t, val, _ = jax.lax.while_loop(
+            lambda bt: (bt[1] <= best) & (bt[2] < backtracks), halve, (1.0, f(jnp.clip(x + direction, lo, hi)), 0))
+        better = (val > best) & jnp.isfinite(val)
+        new = jnp.where(better, v.at[idx].set(jnp.clip(x + t * direction, lo, hi)), v)
+        return new, jnp.where(better, val, best)
+
+    v, best = jax.lax.fori_loop(0, iters, step, (v0, best0))
+    return best
+
+
+def _record_space_arrays(record_grid, record_bounds):
+    """(record size R, lows, highs, steps, continuous components) for the refinement: a
+    scalar record's grid spacing and ends, or a vector record's ``record_bounds``."""
+    if record_grid.ndim == 1:
+        return 1, record_grid[:1], record_grid[-1:], (record_grid[1] - record_grid[0])[None], (0,)
+    low, high, step = (jnp.asarray(np.asarray(b, dtype=float)) for b in record_bounds)
+    return record_grid.shape[1], low, high, step, tuple(k for k, h in enumerate(record_bounds[2]) if h > 0)
+
+
+def log_eta(model: ContaminationModel, centre, phi, theta_star, p, record_grid, theta_grid_size: int = 17, refine_iters: int = 40,
+            record_bounds: tuple | None = None):
     """log eta_n = sup_x sup_{A} log d(x; theta) - inf_z inf_{A} log d(z; theta) over the box
-    A = {||theta - centre||_inf <= phi} (paper 003, eq. 15): grid over records x box, then
-    (scalar records) two sweeps of coordinate-wise golden-section refinement over (x, theta)
-    around the best grid point. Returns (log_eta, log_sup, log_inf)."""
+    A = {||theta - centre||_inf <= phi} (paper 003, eq. 15): grid over records x box, then two
+    sweeps of coordinate-wise golden-section refinement over (x, theta) around the best grid
+    point. Scalar records: ``record_grid`` is an increasing 1-D grid over the support. Vector
+    records: ``record_grid`` has shape (G, R) and ``record_bounds`` = (low, high, step) per
+    component (:meth:`ContaminationModel.record_space`; only components with step > 0 move),
+    and the sweeps are followed by projected Newton polishing; without ``record_bounds`` the
+    grid alone is used. Returns (log_eta, log_sup, log_inf)."""
     thetas = _box_grid(centre, phi, theta_grid_size)
     table = _log_d_table(model, record_grid, thetas, theta_star, p)  # (num_x, num_theta)
-    if record_grid.ndim != 1:
+    if record_grid.ndim != 1 and record_bounds is None:
         return jnp.max(table) - jnp.min(table), jnp.max(table), jnp.min(table)
     d = centre.shape[0]
-    hx = record_grid[1] - record_grid[0]
+    size, r_low, r_high, r_step, r_coords = _record_space_arrays(record_grid, record_bounds)
+    grid2d = record_grid.reshape(record_grid.shape[0], size)
     ht = 2.0 * phi / (theta_grid_size - 1)
-    lows = jnp.concatenate([record_grid[:1], centre - phi])
-    highs = jnp.concatenate([record_grid[-1:], centre + phi])
-    widths = jnp.concatenate([hx[None], jnp.full((d,), ht)])
+    lows = jnp.concatenate([r_low, centre - phi])
+    highs = jnp.concatenate([r_high, centre + phi])
+    steps = jnp.concatenate([r_step, jnp.full((d,), ht)])
+    coords = r_coords + tuple(range(size, size + d))
+    as_record = (lambda v: v[0]) if record_grid.ndim == 1 else (lambda v: v[:size])
 
     def refine(sign):
         signed = sign * table
         flat = jnp.argmax(signed)
         ix, it = flat // table.shape[1], flat % table.shape[1]
-        v0 = jnp.concatenate([record_grid[ix][None], thetas[it]])
-        objective = lambda v: sign * model.log_d(v[0], v[1:], theta_star, p)
-
-        def sweep(i, state):
-            v, best = state
-            k = i % (d + 1)  # coordinates in turn: x, theta_1, ..., theta_d
-            lo = jnp.maximum(v[k] - widths[k], lows[k])
-            hi = jnp.minimum(v[k] + widths[k], highs[k])
-            arg, val = _golden_max(lambda t: objective(v.at[k].set(t)), lo, hi, refine_iters)
-            better = val > best
-            return jnp.where(better, v.at[k].set(arg), v), jnp.maximum(val, best)
-
-        _, best = jax.lax.fori_loop(0, 2 * (d + 1), sweep, (v0, signed[ix, it]))
-        return best
+        v0 = jnp.concatenate([grid2d[ix], thetas[it]])
+        objective = lambda v: sign * model.log_d(as_record(v), v[size:], theta_star, p)
+        v, best = _coordinate_ascent(objective, v0, signed[ix, it], lows, highs, steps, coords, 2, refine_iters)
+        if record_grid.ndim == 1:
+            return best
+        return _projected_newton(objective, v, best, lows, highs, coords)
 
     best = jax.vmap(refine)(jnp.array([1.0, -1.0]))
     log_sup, log_inf = best[0], -best[1]
     return log_sup - log_inf, log_sup, log_inf
 
 
-def log_mixture_extremes(model: ContaminationModel, thetas, log_weights, theta_star, p, record_grid, refine_iters: int = 40, stride: int = 1):
+def log_mixture_extremes(model: ContaminationModel, thetas, log_weights, theta_star, p, record_grid, refine_iters: int = 40, stride: int = 1,
+                         record_bounds: tuple | None = None):
     """(log a, log b) with a = sup_x sum_j w_j d(x; theta_j), b = inf_z the same (paper 003,
-    eq. 16), for normalised log weights; grid (every ``stride``-th point of ``record_grid``,
-    its ends kept) then golden section for scalar records. The sum over m particles makes
-    each evaluation m times dearer than in :func:`log_eta`, hence the coarser grid; the
-    golden-section step recovers the optimum inside the bracketing cells."""
-    if stride > 1:
+    eq. 16), for normalised log weights. Scalar records: every ``stride``-th point of
+    ``record_grid`` (its ends kept), then golden section in the cells around the grid
+    optimum. Vector records: the whole grid, then (with ``record_bounds``, see
+    :func:`log_eta`) two sweeps of coordinate-wise golden section. The sum over m particles
+    makes each evaluation m times dearer than in :func:`log_eta`, hence the coarser scalar
+    grid; the refinement recovers the optimum inside the bracketing cells."""
+    if stride > 1 and record_grid.ndim == 1:
         record_grid = jnp.concatenate([record_grid[:-1:stride], record_grid[-1:]])
     from ..models.contamination import log_mix
 
@@ -185,7 +265,18 @@ def log_mixture_extremes(model: ContaminationModel, thetas, log_weights, theta_s
 
     values = jax.lax.map(h, record_grid, batch_size=64)
     if record_grid.ndim != 1:
-        return jnp.max(values), jnp.min(values)
+        if record_bounds is None:
+            return jnp.max(values), jnp.min(values)
+        _, lows, highs, steps, coords = _record_space_arrays(record_grid, record_bounds)
+
+        def extreme(sign):
+            i = jnp.argmax(sign * values)
+            objective = lambda v: sign * h(v)
+            v, best = _coordinate_ascent(objective, record_grid[i], sign * values[i], lows, highs, steps, coords, 2, refine_iters)
+            return sign * _projected_newton(objective, v, best, lows, highs, coords)
+
+        both = jax.vmap(extreme)(jnp.array([1.0, -1.0]))
+        return both[0], both[1]
 
     def extreme(sign):
         return sign * _refined_max_1d(lambda x: sign * h(x), record_grid, sign * values, refine_iters)[1]
@@ -260,6 +351,7 @@ def epsilon_for_dataset(
     refine_iters: int = 40,
     interpolation_nodes: int | None = None,
     mixture_grid_stride: int = 4,
+    record_bounds: tuple | None = None,
 ) -> dict:
     """Algorithm 1, lines 5-13, for one contaminated dataset.
 
@@ -274,7 +366,9 @@ def epsilon_for_dataset(
     instead of m exact evaluations of an n-term sum; the potential is analytic and the span is
     a few posterior widths, so the interpolant is accurate to rounding. The largest deviation
     from the exact potential at three check particles (the two extremes and one inside) is
-    returned as ``interpolation_error``. Returns a dict with ``epsilon``, ``log_eta``,
+    returned as ``interpolation_error``. ``record_bounds``: for vector records, (low, high,
+    step) per component (:meth:`ContaminationModel.record_space`), which turns on the
+    refinement of the sup/inf past ``record_grid``. Returns a dict with ``epsilon``, ``log_eta``,
     ``log_a``, ``log_b``, ``phi``, ``theta_map``, ``hessian``, ``map_grad``, ``newton_steps``,
     ``num_outside`` (particles outside the box), ``ess`` (effective sample size), ``ok``."""
     from ..models.contamination import log_mix
@@ -335,12 +429,12 @@ def epsilon_for_dataset(
     distances = jnp.max(jnp.abs(thetas - centre), axis=1)
     phi, num_outside = smallest_box_radius(distances, log_w, log_delta)
 
-    log_eta_value, _, _ = log_eta(model, centre, phi, theta_star, p, record_grid, theta_grid_size, refine_iters)
+    log_eta_value, _, _ = log_eta(model, centre, phi, theta_star, p, record_grid, theta_grid_size, refine_iters, record_bounds)
 
     last = jax.tree_util.tree_map(lambda a: a[n - 1], records)
     log_w_prev = log_w - jax.vmap(lambda t: model.log_k(last, t, p))(thetas)
     log_w_prev = log_w_prev - jax.scipy.special.logsumexp(log_w_prev)
-    log_a, log_b = log_mixture_extremes(model, thetas, log_w_prev, theta_star, p, record_grid, refine_iters, mixture_grid_stride)
+    log_a, log_b = log_mixture_extremes(model, thetas, log_w_prev, theta_star, p, record_grid, refine_iters, mixture_grid_stride, record_bounds)
 
     eps = log_eta_value + log_a - log_b
     ok = pd & jnp.isfinite(eps)
@@ -438,7 +532,8 @@ def _quantile(values: np.ndarray, q: float) -> float:
 
 
 @functools.lru_cache(maxsize=16)
-def _batch_runner(model, padded: int, num_particles: int, proposal_scale: float, theta_grid_size: int, box_centre: str, record_chunk: int, interpolation_nodes):
+def _batch_runner(model, padded: int, num_particles: int, proposal_scale: float, theta_grid_size: int, box_centre: str, record_chunk: int, interpolation_nodes,
+                  record_bounds=None):
     """A jitted, vmapped Algorithm-1 run over a batch of dataset indices. Static: shapes and
     the model; traced: theta*, n, p, log delta, the grid and the seed, so one compilation
     serves a whole sweep over n (records live in a buffer of the padded length; only the
@@ -468,6 +563,7 @@ def _batch_runner(model, padded: int, num_particles: int, proposal_scale: float,
             model, records, normals, theta_star=theta_star, contamination_rate=p, log_delta=log_delta,
             record_grid=grid, num_records=n, proposal_scale=proposal_scale, theta_grid_size=theta_grid_size,
             box_centre=box_centre, record_chunk=record_chunk, interpolation_nodes=interpolation_nodes,
+            record_bounds=record_bounds,
         )
 
     return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None, None, None)))
@@ -488,6 +584,7 @@ def contamination_epsilon(
     seed: int = 0,
     record_grid: Any = None,
     num_record_grid: int = 1201,
+    record_grid_per_axis: int = 9,
     theta_grid_size: int = 17,
     box_centre: str = "map",
     dataset_batch: int = 8,
@@ -503,8 +600,16 @@ def contamination_epsilon(
     contaminated at rate p, and returns the ``quantile`` (q) of the per-dataset eps_hat with
     its Monte Carlo uncertainty. Datasets are processed ``dataset_batch`` at a time (vmapped,
     jitted); dataset k's randomness is fold_in(seed, k) and its record i's a split of that, so
-    results depend neither on the batching nor on ``pad_records_to``. ``record_grid``: candidate records for the sup/inf over x (default:
-    ``num_record_grid`` points spanning the model's [record_low, record_high]).
+    results depend neither on the batching nor on ``pad_records_to``. ``record_grid``:
+    candidate records for the sup/inf over x (default: ``num_record_grid`` points spanning a
+    scalar record's [record_low, record_high], or, for vector records, the model's
+    :meth:`~dpjax.models.contamination.ContaminationModel.record_space` with
+    ``record_grid_per_axis`` points per continuous component, refined past the grid; a
+    user-supplied vector grid is searched as given). ``contamination_rate`` may be 0: the
+    uncontaminated posterior, the baseline of paper 003 §4.3 (meaningful where d(x; theta) is
+    bounded without g, e.g. a binary response; box over theta_grid_size**dim points:
+    ``theta_grid_size=2`` searches only the box's vertices, which is exact when log d is
+    monotone in a linear form of theta, as for regressions).
     ``pad_records_to``: simulate this many records and use the first n, so calls with
     different n share one compilation (a sweep passes its largest n).
     ``interpolation_nodes``: see :func:`epsilon_for_dataset` (d = 1; the per-dataset
@@ -512,7 +617,7 @@ def contamination_epsilon(
     docstring for the procedure and for ``proposal_scale``.
     """
     t0 = time.perf_counter()
-    p = check_contamination_rate(contamination_rate)
+    p = check_contamination_rate(contamination_rate, allow_zero=True)
     delta = V.in_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
     k_sets = V.positive_int("num_datasets", num_datasets)
     n = V.positive_int("num_records", num_records)
@@ -539,7 +644,11 @@ def contamination_epsilon(
         raise ValueError(f"model {model.name!r} needs sample_f and sample_g to simulate datasets")
     if theta_grid_size**model.dim > 200_000:
         raise ValueError(f"theta_grid_size**dim = {theta_grid_size}**{model.dim} box points is too many; lower theta_grid_size")
-    if record_grid is None:
+    record_bounds = None
+    if record_grid is None and model.vector_records:
+        record_grid, low, high, step = model.record_space(record_grid_per_axis)
+        record_bounds = tuple(tuple(float(v) for v in a) for a in (low, high, step))
+    elif record_grid is None:
         if model.record_low is None:
             raise ValueError(f"model {model.name!r} has no record support [record_low, record_high]; pass record_grid")
         if isinstance(num_record_grid, bool) or not isinstance(num_record_grid, (int, np.integer)) or num_record_grid < 3:
@@ -555,7 +664,7 @@ def contamination_epsilon(
         if isinstance(interpolation_nodes, bool) or not isinstance(interpolation_nodes, (int, np.integer)) or interpolation_nodes < 8:
             raise ValueError(f"interpolation_nodes={interpolation_nodes!r} violates interpolation_nodes an integer >= 8")
         interpolation_nodes = int(interpolation_nodes)
-    run_batch = _batch_runner(model, padded, m, s, int(theta_grid_size), box_centre, chunk, interpolation_nodes)
+    run_batch = _batch_runner(model, padded, m, s, int(theta_grid_size), box_centre, chunk, interpolation_nodes, record_bounds)
     args = (jax.random.PRNGKey(seed), jnp.asarray(theta_star), jnp.asarray(n), jnp.asarray(p), jnp.asarray(math.log(delta)), jnp.asarray(grid))
     chunks = []
     starts = range(0, k_sets, batch)

@@ -12,6 +12,10 @@ used random-walk Metropolis for its posterior samples), the sup/inf over records
 plus golden-section refinement, and the potential at the particles is Chebyshev-interpolated
 from exact evaluations (its error is reported).
 
+The same result also runs the §4.3 logistic-regression comparison with and without
+contamination (d = 5, :mod:`dpjax.experiments.contamination_logistic`; flags prefixed
+``--logistic-``; ``--no-logistic`` skips it) and stores it under ``logistic_regression``.
+
 Run: ``dpjax reproduce contamination-mean --out DIR [--quick]`` or
 ``python -m dpjax.experiments.contamination_mean --quick``.
 """
@@ -46,19 +50,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delta-factor", type=float, default=10.0, help="delta_n = 1/(factor n) (default 10)")
     parser.add_argument("--width", type=float, default=600.0, help="width of the truncation interval centred at theta* (default 600)")
     parser.add_argument("--proposal-scale", type=float, default=2.0, help="importance proposal N(MAP, s^2 H^-1) scale s (default 2)")
+    parser.add_argument("--box-centre", choices=["map", "theta_star"], default="map",
+                        help="centre of the L_inf box A_n: the MAP (Algorithm 1's theta-hat, default) or theta*")
     parser.add_argument("--grid", type=int, default=1201, help="record grid points over the interval for the sup/inf (default 1201)")
     parser.add_argument("--interpolation-nodes", type=int, default=32, help="Chebyshev nodes for the potential at the particles; 0 = exact (default 32)")
     parser.add_argument("--dataset-batch", type=int, default=8, help="datasets per compiled batch (default 8)")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per n")
+    parser.add_argument("--no-logistic", action="store_true", help="skip the logistic-regression comparison (paper 003 §4.3)")
+    from . import contamination_logistic
 
-
-def _defaults() -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="out")
-    add_arguments(parser)
-    return parser.parse_args([])
+    contamination_logistic.add_arguments(parser, prefix="logistic-")
 
 
 def run(args: argparse.Namespace):
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace):
             delta=1.0 / (args.delta_factor * n), num_datasets=num_datasets, quantile=args.quantile,
             num_particles=args.particles, proposal_scale=args.proposal_scale, seed=args.seed, num_record_grid=args.grid,
             dataset_batch=args.dataset_batch, pad_records_to=max(n_values), interpolation_nodes=nodes, progress=args.progress,
+            box_centre=args.box_centre,
         )
         d = est.details
         rows.append(dict(
@@ -136,12 +138,16 @@ def run(args: argparse.Namespace):
             "contamination": "Student-t(5), location 30, scale 8, truncated to the interval",
             "prior": "N(40, 40^2)", "rate": f"p_n = n^-{args.rate_exponent}", "delta": f"1/({args.delta_factor} n)",
             "proposal_scale": args.proposal_scale, "record_grid_points": args.grid,
-            "interpolation_nodes": nodes, "box_centre": "MAP",
+            "interpolation_nodes": nodes, "box_centre": args.box_centre,
             "sup_inf": "grid over the interval (mixture sums on every 4th point) + golden-section refinement",
             "monte_carlo_error": "interval_low/high: distribution-free order-statistic interval for the quantile "
                                  "(binomial coverage interval_confidence); bootstrap_se: bootstrap sd of the quantile",
         },
     }
+    if not getattr(args, "no_logistic", False):
+        from . import contamination_logistic
+
+        results["logistic_regression"], _ = contamination_logistic.run(args, prefix="logistic-")
     return results, _figure(results)
 
 
@@ -156,7 +162,9 @@ def _figure(results):
     lo = np.asarray(results["interval_low"], dtype=float)
     hi = np.asarray(results["interval_high"], dtype=float)
     hi_plot = np.where(np.isfinite(hi), hi, eps)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    logistic = results.get("logistic_regression")
+    fig, axes = plt.subplots(1, 2 if logistic else 1, figsize=(11 if logistic else 6, 4), squeeze=False)
+    ax = axes[0, 0]
     ax.errorbar(n, eps, yerr=[eps - lo, hi_plot - eps], fmt="o-", capsize=3,
                 label=f"dpjax, {results['settings']['quantile']:.0%} quantile over K={results['settings']['K']} (95% CI)")
     paper = [(x, e) for x, e in zip(n, results["paper_epsilon_hat"]) if e is not None]
@@ -168,28 +176,21 @@ def _figure(results):
     ax.set_ylabel(r"$\hat\epsilon_n$  ($\delta_n = 1/(10n)$)")
     ax.set_title("Contamination mean estimation (paper 003, Table 1)")
     ax.legend(fontsize=8)
+    if logistic:
+        from .contamination_logistic import draw_panel
+
+        draw_panel(axes[0, 1], logistic)
     fig.tight_layout()
     return fig
 
 
 def main(argv=None) -> int:
-    import json
-    from pathlib import Path
+    """``python -m dpjax.experiments.contamination_mean`` = ``dpjax reproduce contamination-mean``."""
+    import sys
 
-    from ..cli import to_jsonable
+    from ..cli import main as cli_main
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="out")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    results, fig = run(args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "contamination-mean.json").write_text(json.dumps(to_jsonable(results), indent=2))
-    fig.savefig(out / "contamination-mean.png", dpi=120, bbox_inches="tight")
-    return 0
+    return cli_main(["reproduce", "contamination-mean", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

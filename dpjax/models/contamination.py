@@ -36,9 +36,11 @@ LogF = Callable[[Any, jax.Array], jax.Array]  # (record, theta) -> log f(record;
 LogG = Callable[[Any], jax.Array]  # record -> log g(record)
 
 
-def check_contamination_rate(p: Any) -> float:
-    """p must lie in (0, 1): p = 0 removes the contamination (and the privacy), p = 1 the data."""
-    return V.in_range("contamination_rate", p, 0.0, 1.0, low_open=True, high_open=True)
+def check_contamination_rate(p: Any, allow_zero: bool = False) -> float:
+    """p must lie in (0, 1): p = 0 removes the contamination (and the privacy), p = 1 the data.
+    ``allow_zero``: accept p = 0, the uncontaminated baseline that paper 003 §4.3 compares
+    against (meaningful where d(x; theta) is bounded without g, e.g. a binary response)."""
+    return V.in_range("contamination_rate", p, 0.0, 1.0, low_open=not allow_zero, high_open=True)
 
 
 def _log1mexp(x):
@@ -105,9 +107,14 @@ class ContaminationModel:
     log f(x; theta) = ``log_f(x, theta) - log_f_normaliser(theta)``: give a theta-only
     normaliser (e.g. a truncation mass) separately, when there is one, so Algorithm 1 computes
     it once per theta rather than once per (x, theta) pair; without it log_f is the density.
-    ``sample_f(key, theta, n)`` and ``sample_g(key, n)`` draw n records (leading axis n);
-    ``record_low``/``record_high`` bound a scalar record's support (the truncation interval),
-    used by Algorithm 1's sup/inf over records. All are optional for plain likelihood use.
+    ``sample_f(key, theta, n)`` draws n records (leading axis n); ``sample_g(key, records)``
+    draws the replacement for each of ``records`` (same structure): g may depend on a
+    record's covariates, as in the regressions of paper 003 §4.3, where only the response is
+    replaced. ``record_low``/``record_high`` bound a record's support, used by Algorithm 1's
+    sup/inf over records: floats for a scalar record (the truncation interval), or one value
+    per component for a vector record, with ``record_levels`` giving, per component, either
+    None (continuous in [low, high]) or the tuple of values a discrete component takes (a
+    binary response, an intercept fixed at 1). All are optional for plain likelihood use.
     """
 
     log_f: LogF
@@ -116,17 +123,59 @@ class ContaminationModel:
     dim: int
     sample_f: Callable | None = None
     sample_g: Callable | None = None
-    record_low: float | None = None
-    record_high: float | None = None
+    record_low: float | tuple | None = None
+    record_high: float | tuple | None = None
     name: str = "contamination"
     log_f_normaliser: Callable[[jax.Array], jax.Array] | None = None
+    record_levels: tuple | None = None
 
     def __post_init__(self):
         V.positive_int("dim", self.dim)
         if (self.record_low is None) != (self.record_high is None):
             raise ValueError("record_low and record_high must be given together")
-        if self.record_low is not None and not (self.record_low < self.record_high):
-            raise ValueError(f"record_low={self.record_low} must be < record_high={self.record_high}")
+        if self.record_low is None:
+            if self.record_levels is not None:
+                raise ValueError("record_levels needs record_low and record_high")
+            return
+        low, high = np.atleast_1d(np.asarray(self.record_low, float)), np.atleast_1d(np.asarray(self.record_high, float))
+        if low.shape != high.shape or low.ndim != 1:
+            raise ValueError(f"record_low {low.shape} and record_high {high.shape} must be scalars or equal-length sequences")
+        levels = self.record_levels if self.record_levels is not None else (None,) * low.shape[0]
+        if len(levels) != low.shape[0]:
+            raise ValueError(f"record_levels has {len(levels)} entries; it needs one per record component ({low.shape[0]})")
+        for k, (lo, hi, lev) in enumerate(zip(low, high, levels)):
+            if lev is None and not lo < hi:
+                raise ValueError(f"record_low={lo} must be < record_high={hi} (record component {k})")
+            if lev is not None and not (len(lev) >= 1 and all(lo <= v <= hi for v in lev)):
+                raise ValueError(f"record_levels[{k}]={lev!r} must be a non-empty tuple of values in [{lo}, {hi}]")
+
+    @property
+    def vector_records(self) -> bool:
+        """True when a record has components (record_low given per component)."""
+        return self.record_low is not None and np.ndim(self.record_low) == 1
+
+    def record_space(self, points_per_axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A vector record's search space for Algorithm 1's sup/inf: (grid, low, high, step).
+
+        ``grid`` is the product of each component's levels (discrete) or ``points_per_axis``
+        equally spaced values over [low, high] (continuous); ``step`` is the continuous
+        components' grid spacing and 0 for discrete ones (refinement moves only the former).
+        """
+        if not self.vector_records:
+            raise ValueError(f"model {self.name!r} has no per-component record support (record_low/record_high sequences)")
+        if isinstance(points_per_axis, bool) or not isinstance(points_per_axis, (int, np.integer)) or points_per_axis < 2:
+            raise ValueError(f"points_per_axis={points_per_axis!r} violates points_per_axis an integer >= 2")
+        low, high = np.asarray(self.record_low, float), np.asarray(self.record_high, float)
+        levels = self.record_levels if self.record_levels is not None else (None,) * low.shape[0]
+        axes, step = [], np.zeros_like(low)
+        for k, lev in enumerate(levels):
+            if lev is None:
+                axes.append(np.linspace(low[k], high[k], points_per_axis))
+                step[k] = (high[k] - low[k]) / (points_per_axis - 1)
+            else:
+                axes.append(np.asarray(lev, float))
+        grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, low.shape[0])
+        return grid, low, high, step
 
     def log_normaliser(self, theta):
         """The theta-only part of log f (0 when the model has none)."""
@@ -155,7 +204,7 @@ class ContaminationModel:
         n = jax.tree_util.tree_leaves(records)[0].shape[0]
         k_mask, k_g = jax.random.split(key)
         replace = jax.random.bernoulli(k_mask, p, (n,))
-        draws = self.sample_g(k_g, n)
+        draws = self.sample_g(k_g, records)
 
         def pick(a, b):
             return jnp.where(replace.reshape((n,) + (1,) * (a.ndim - 1)), b, a)
@@ -252,7 +301,8 @@ def _truncated_normal_mean_contamination(sigma, low, high, nu, loc, scale, prior
         z = jax.random.truncated_normal(key, (low - t) / sigma, (high - t) / sigma, (n,), dtype=jnp.result_type(float))
         return t + sigma * z
 
-    def sample_g(key, n):
+    def sample_g(key, records):
+        n = records.shape[0]
         # rejection with one redraw: a t_5 draw lands outside [low, high] with probability
         # q ~ 1e-7 at the default width, so a record needs a third draw with probability q^2
         # ~ 1e-14 (about 1e-6 over a full Table 1 run); such a record is clipped to the
@@ -274,4 +324,66 @@ def _truncated_normal_mean_contamination(sigma, low, high, nu, loc, scale, prior
         record_high=float(high),
         name="truncated_normal_mean",
         log_f_normaliser=log_f_normaliser,
+    )
+
+
+def logistic_regression_contamination(
+    *,
+    dim: int = 5,
+    prior_sd: float = 10.0,
+    covariate_bound: float = 1.0,
+) -> ContaminationModel:
+    """Paper 003 §4.3, Bayesian logistic regression under contamination.
+
+    A record is the vector (y, w_1, ..., w_d): response y in {0, 1} and covariates w with
+    w_1 = 1 (the intercept) and w_2..w_d uniform on [-b, b] (b = ``covariate_bound``; the
+    paper's Remark 14 takes ||W||_inf <= 1). f(y; theta, w) = sigmoid(theta.w)^y
+    sigmoid(-theta.w)^(1-y); contamination replaces y (not w) by a Bernoulli(1/2) draw, so
+    g(y) = 1/2 and k_p = (1 - p) f + p/2. Prior N(0, prior_sd^2 I) (the paper: sd 10).
+    Cached: equal arguments return the same instance, so compiled estimators are reused.
+    """
+    dim = V.positive_int("dim", dim)
+    if dim < 2:
+        raise ValueError(f"dim={dim} violates dim >= 2 (an intercept and at least one covariate)")
+    return _logistic_regression_contamination(dim, V.positive("prior_sd", prior_sd), V.positive("covariate_bound", covariate_bound))
+
+
+@functools.lru_cache(maxsize=8)
+def _logistic_regression_contamination(dim: int, prior_sd: float, bound: float) -> ContaminationModel:
+    log_prior_norm = dim * (-0.5 * math.log(2 * math.pi) - math.log(prior_sd))
+    log_half = -math.log(2.0)
+
+    def log_f(record, theta):
+        u = jnp.dot(record[1:], theta)
+        return record[0] * jax.nn.log_sigmoid(u) + (1.0 - record[0]) * jax.nn.log_sigmoid(-u)
+
+    def log_g(record):
+        return jnp.zeros((), record.dtype) + log_half
+
+    def log_prior(theta):
+        return log_prior_norm - 0.5 * jnp.sum((theta / prior_sd) ** 2)
+
+    def sample_f(key, theta, n):
+        k_w, k_y = jax.random.split(key)
+        dtype = jnp.result_type(float)
+        w = jax.random.uniform(k_w, (n, dim - 1), dtype, -bound, bound)
+        w = jnp.concatenate([jnp.ones((n, 1), dtype), w], axis=1)
+        y = jax.random.bernoulli(k_y, jax.nn.sigmoid(w @ jnp.asarray(theta, dtype))).astype(dtype)
+        return jnp.concatenate([y[:, None], w], axis=1)
+
+    def sample_g(key, records):
+        y = jax.random.bernoulli(key, 0.5, (records.shape[0],)).astype(records.dtype)
+        return records.at[:, 0].set(y)
+
+    return ContaminationModel(
+        log_f=log_f,
+        log_g=log_g,
+        log_prior=log_prior,
+        dim=dim,
+        sample_f=sample_f,
+        sample_g=sample_g,
+        record_low=(0.0, 1.0) + (-bound,) * (dim - 1),
+        record_high=(1.0, 1.0) + (bound,) * (dim - 1),
+        record_levels=((0.0, 1.0), (1.0,)) + (None,) * (dim - 1),
+        name=f"logistic_regression_d{dim}",
     )
