@@ -247,6 +247,13 @@ def test_contamination_epsilon_accepts_zero_rate_and_rejects_negative():
     est = contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=0.0, delta=1e-3,
                                 num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=4)
     assert est.num_failed == 0 and np.all(np.isfinite(est.epsilons)) and est.contamination_rate == 0.0
+    assert est.num_unresolved_tail == int(np.sum(est.details["num_outside"] == 0))
+    # a delta below most particles' weights leaves them all inside the box: those datasets'
+    # tails are unresolved, counted per dataset, and a smaller delta never resolves more
+    tiny = contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=0.0, delta=1e-12,
+                                 num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=4)
+    assert tiny.num_unresolved_tail == int(np.sum(tiny.details["num_outside"] == 0)) >= 1
+    assert np.all(tiny.details["num_outside"] <= est.details["num_outside"])
     with pytest.raises(ValueError, match=r"contamination_rate=-0.1 violates contamination_rate in \[0.0, 1.0\)"):
         contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=-0.1, delta=1e-3, num_datasets=4)
     with pytest.raises(ValueError, match=r"theta_grid_size\*\*dim = 17\*\*5 box points is too many"):

@@ -49,6 +49,7 @@ def test_tiny_reproduction_structure_and_sanity():
     diag = results["diagnostics"]
     assert max(diag["max_interpolation_error"]) < 1e-6
     assert min(diag["min_particles_outside_box"]) >= 1  # the box is set by resolved tail weight
+    assert results["num_unresolved_tail"] == [0, 0]
     assert max(diag["max_map_error_in_sd"]) < 1e-6
     # the logistic-regression comparison (paper 003 §4.3) rides along, both arms at each n
     lr = results["logistic_regression"]

@@ -489,7 +489,11 @@ class ContaminationEstimate:
     the per-dataset estimates ``epsilons`` (order statistic ceil(q K)); ``interval`` is a
     distribution-free confidence interval for the true quantile from the order statistics
     (binomial coverage >= ``interval_confidence``; an end is +-inf when K is too small to
-    bound it); ``bootstrap_se`` the bootstrap standard error of the quantile."""
+    bound it); ``bootstrap_se`` the bootstrap standard error of the quantile.
+    ``num_failed``: datasets whose estimate failed (counted as +inf in the quantile);
+    ``num_unresolved_tail``: datasets with no particle outside the box, whose phi is the
+    particles' extent rather than resolved from the tail weight (raise ``num_particles`` or
+    ``proposal_scale`` until it is 0)."""
 
     epsilon: float
     quantile: float
@@ -501,6 +505,7 @@ class ContaminationEstimate:
     interval_confidence: float
     bootstrap_se: float
     num_failed: int
+    num_unresolved_tail: int
     details: dict
     seconds: float
 
@@ -682,6 +687,9 @@ def contamination_epsilon(
     # counts as +inf, which can only raise the reported quantile
     eps = np.where(np.isfinite(eps), eps, np.inf)
     value = _quantile(eps, q)
+    # no particle outside the box: phi is the particles' extent and the weight beyond it is
+    # not resolved (phi may be too small); counted and reported, never hidden
+    unresolved = int(np.sum(np.asarray(details["num_outside"]) == 0))
     low, high, coverage = quantile_order_statistic_interval(eps, q)
     boot_se = float("nan")
     if bootstrap:
@@ -700,6 +708,7 @@ def contamination_epsilon(
         interval_confidence=coverage,
         bootstrap_se=boot_se,
         num_failed=failed,
+        num_unresolved_tail=unresolved,
         details=details,
         seconds=time.perf_counter() - t0,
     )

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace):
         rows.append(dict(
             n=n, epsilon_hat=est.epsilon, interval=est.interval, interval_confidence=est.interval_confidence,
             bootstrap_se=est.bootstrap_se, contamination_rate=est.contamination_rate, delta=est.delta,
-            num_failed=est.num_failed, seconds=est.seconds,
+            num_failed=est.num_failed, num_unresolved_tail=est.num_unresolved_tail, seconds=est.seconds,
             median_epsilon=float(np.median(est.epsilons)),
             mean_log_eta=float(np.mean(d["log_eta"])),
             mean_log_a_minus_log_b=float(np.mean(d["log_a"] - d["log_b"])),
@@ -125,6 +125,7 @@ def run(args: argparse.Namespace):
         "contamination_rate": [r["contamination_rate"] for r in rows],
         "delta": [r["delta"] for r in rows],
         "num_failed": [r["num_failed"] for r in rows],
+        "num_unresolved_tail": [r["num_unresolved_tail"] for r in rows],
         "seconds": [r["seconds"] for r in rows],
         "total_seconds": total,
         "diagnostics": {k: [r[k] for r in rows] for k in (
