@@ -52,6 +52,7 @@ from ..models.contamination import ContaminationModel, check_contamination_rate
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 BOX_CENTRES = ("map", "theta_star")
+VECTOR_STARTS = 4  # local searches per sup/inf over vector records, from the best grid points
 
 
 # --- pieces that are tested on their own -------------------------------------------------------
@@ -211,7 +212,8 @@ def log_eta(model: ContaminationModel, centre, phi, theta_star, p, record_grid, 
     point. Scalar records: ``record_grid`` is an increasing 1-D grid over the support. Vector
     records: ``record_grid`` has shape (G, R) and ``record_bounds`` = (low, high, step) per
     component (:meth:`ContaminationModel.record_space`; only components with step > 0 move),
-    and the sweeps are followed by projected Newton polishing; without ``record_bounds`` the
+    the search starts from the ``VECTOR_STARTS`` best grid points and the sweeps are followed
+    by projected Newton polishing; without ``record_bounds`` the
     grid alone is used. Returns (log_eta, log_sup, log_inf)."""
     thetas = _box_grid(centre, phi, theta_grid_size)
     table = _log_d_table(model, record_grid, thetas, theta_star, p)  # (num_x, num_theta)
@@ -229,14 +231,21 @@ def log_eta(model: ContaminationModel, centre, phi, theta_star, p, record_grid, 
 
     def refine(sign):
         signed = sign * table
-        flat = jnp.argmax(signed)
-        ix, it = flat // table.shape[1], flat % table.shape[1]
-        v0 = jnp.concatenate([grid2d[ix], thetas[it]])
         objective = lambda v: sign * model.log_d(as_record(v), v[size:], theta_star, p)
-        v, best = _coordinate_ascent(objective, v0, signed[ix, it], lows, highs, steps, coords, 2, refine_iters)
-        if record_grid.ndim == 1:
-            return best
-        return _projected_newton(objective, v, best, lows, highs, coords)
+
+        def from_start(value, flat):
+            ix, it = flat // table.shape[1], flat % table.shape[1]
+            v0 = jnp.concatenate([grid2d[ix], thetas[it]])
+            v, best = _coordinate_ascent(objective, v0, value, lows, highs, steps, coords, 2, refine_iters)
+            if record_grid.ndim == 1:
+                return best
+            return _projected_newton(objective, v, best, lows, highs, coords)
+
+        # scalar records: the best grid point brackets the optimum (smooth in x on the scale of
+        # f); vector records: the best few grid points, against a second mode elsewhere
+        starts = 1 if record_grid.ndim == 1 else min(VECTOR_STARTS, signed.size)
+        values, flats = jax.lax.top_k(signed.reshape(-1), starts)
+        return jnp.max(jax.vmap(from_start)(values, flats))
 
     best = jax.vmap(refine)(jnp.array([1.0, -1.0]))
     log_sup, log_inf = best[0], -best[1]
@@ -270,10 +279,14 @@ def log_mixture_extremes(model: ContaminationModel, thetas, log_weights, theta_s
         _, lows, highs, steps, coords = _record_space_arrays(record_grid, record_bounds)
 
         def extreme(sign):
-            i = jnp.argmax(sign * values)
             objective = lambda v: sign * h(v)
-            v, best = _coordinate_ascent(objective, record_grid[i], sign * values[i], lows, highs, steps, coords, 2, refine_iters)
-            return sign * _projected_newton(objective, v, best, lows, highs, coords)
+
+            def from_start(value, i):
+                v, best = _coordinate_ascent(objective, record_grid[i], value, lows, highs, steps, coords, 2, refine_iters)
+                return _projected_newton(objective, v, best, lows, highs, coords)
+
+            tops, idx = jax.lax.top_k(sign * values, min(VECTOR_STARTS, values.shape[0]))
+            return sign * jnp.max(jax.vmap(from_start)(tops, idx))
 
         both = jax.vmap(extreme)(jnp.array([1.0, -1.0]))
         return both[0], both[1]
