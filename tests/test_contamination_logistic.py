@@ -147,6 +147,27 @@ def test_record_space_grid_and_validation():
         model().record_space(1)
     with pytest.raises(ValueError, match="dim=1 violates dim >= 2"):
         logistic_regression_contamination(dim=1)
+    from dpjax.models.contamination import truncated_normal_mean_contamination
+
+    with pytest.raises(ValueError, match="has no per-component record support"):
+        truncated_normal_mean_contamination().record_space(5)
+
+
+def test_experiment_argument_errors():
+    import argparse
+
+    from dpjax.experiments import contamination_logistic as cl
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    cl.add_arguments(parser)
+    with pytest.raises(ValueError, match=r"--theta-star=\[1.0\] must be >= 2 finite numbers"):
+        cl.run(parser.parse_args(["--theta-star", "1"]))
+    with pytest.raises(ValueError, match=r"--delta-factor=0(\.0)? violates delta_factor > 0"):
+        cl.run(parser.parse_args(["--delta-factor", "0"]))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--theta-star", "1,x"])
 
 
 # --- Algorithm 1's pieces on vector records -------------------------------------------------------

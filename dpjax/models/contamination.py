@@ -140,7 +140,7 @@ class ContaminationModel:
         low, high = np.atleast_1d(np.asarray(self.record_low, float)), np.atleast_1d(np.asarray(self.record_high, float))
         if low.shape != high.shape or low.ndim != 1:
             raise ValueError(f"record_low {low.shape} and record_high {high.shape} must be scalars or equal-length sequences")
-        levels = self.record_levels if self.record_levels is not None else (None,) * low.shape[0]
+        levels = self._component_levels(low.shape[0])
         if len(levels) != low.shape[0]:
             raise ValueError(f"record_levels has {len(levels)} entries; it needs one per record component ({low.shape[0]})")
         for k, (lo, hi, lev) in enumerate(zip(low, high, levels)):
@@ -148,6 +148,10 @@ class ContaminationModel:
                 raise ValueError(f"record_low={lo} must be < record_high={hi} (record component {k})")
             if lev is not None and not (len(lev) >= 1 and all(lo <= v <= hi for v in lev)):
                 raise ValueError(f"record_levels[{k}]={lev!r} must be a non-empty tuple of values in [{lo}, {hi}]")
+
+    def _component_levels(self, size: int) -> tuple:
+        """``record_levels``, or every one of ``size`` components continuous when it is None."""
+        return self.record_levels if self.record_levels is not None else (None,) * size
 
     @property
     def vector_records(self) -> bool:
@@ -166,7 +170,7 @@ class ContaminationModel:
         if isinstance(points_per_axis, bool) or not isinstance(points_per_axis, (int, np.integer)) or points_per_axis < 2:
             raise ValueError(f"points_per_axis={points_per_axis!r} violates points_per_axis an integer >= 2")
         low, high = np.asarray(self.record_low, float), np.asarray(self.record_high, float)
-        levels = self.record_levels if self.record_levels is not None else (None,) * low.shape[0]
+        levels = self._component_levels(low.shape[0])
         axes, step = [], np.zeros_like(low)
         for k, lev in enumerate(levels):
             if lev is None:
