@@ -250,22 +250,3 @@ def test_paper_000_scale_runs_in_a_few_hundred_megabytes():
     peak_kb, nonfinite = map(int, out.stdout.split()[-2:])
     assert nonfinite == 0
     assert peak_kb < 1024 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"
-
-
-def test_cyclic_order_tables_give_the_same_numbers_as_the_keyed_bijection(monkeypatch):
-    """Small runs write each pair's cyclic order out as a table; it must change nothing."""
-    import dpjax.coupled as coupled_module
-
-    n = 37
-    x = np.linspace(0.5, 1.5, n)
-    data = dpjax.make_dataset(x=x[:, None], y=2.0 * x)
-    pair = dpjax.replace_one(data, 3, {"x": np.array([0.1]), "y": np.array(5.0)})
-    model = dpjax.Model(lambda th, r: -0.5 * (r["y"] - r["x"] @ th) ** 2, lambda th: -0.05 * jnp.sum(th**2), dim=1)
-    sampler = samplers.cyclic_sgld(1e-3, batch_size=2)
-    kwargs = dict(num_pairs=50, num_steps=120, record_steps=[7, 120], progress=False)
-    with_tables = dpjax.run_coupled(5, model, pair, sampler, **kwargs)
-    monkeypatch.setattr(coupled_module, "_ORDER_TABLE_ELEMENTS", 0)
-    without = dpjax.run_coupled(5, model, pair, sampler, **kwargs)
-    np.testing.assert_array_equal(with_tables.positions, without.positions)
-    np.testing.assert_array_equal(with_tables.neighbour_positions, without.neighbour_positions)
-    np.testing.assert_array_equal(with_tables.path_loss, without.path_loss)

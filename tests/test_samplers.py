@@ -15,7 +15,7 @@ import pytest
 
 import dpjax
 from dpjax import samplers
-from dpjax.samplers.kernel import NOISE_STREAM
+from dpjax.engine import randomness
 
 
 def blr_model(alpha, beta, dim=1):
@@ -44,7 +44,7 @@ def test_one_step_matches_hand_computation_and_parameterisations_agree():
     theta = 0.4
     wt = samplers.cyclic_sgld(eta, order=np.arange(n), temperature=temp)
     state, info = wt.step(key, wt.init(jnp.array([theta])), model, ds)
-    z = float(jax.random.normal(jax.random.fold_in(jax.random.fold_in(key, NOISE_STREAM), 0), (1,))[0])
+    z = float(randomness.normals(randomness.chain_words(key), 0, 1, jnp.float64)[0])  # the documented Philox stream, step 0
     grad = alpha * theta + n * beta * x[0, 0] * (x[0, 0] * theta - y[0])  # record 0 first, scale n/b = n
     expected = theta - eta / 2 * grad + np.sqrt(eta * temp) * z
     np.testing.assert_allclose(state.position[0], expected, rtol=1e-13)
@@ -85,7 +85,7 @@ def test_per_record_clipping_clips_each_likelihood_gradient_not_the_prior():
     theta = jnp.asarray(rng.normal(size=3))
     C = 5.0
     s = samplers.ula(0.1, clip_norm=C)
-    est = s.potential_grad_estimate(model, ds, theta, s.batching.batch(None, 0, 5))
+    est = s.potential_grad_estimate(model, ds, theta, s.batching.batch(None, None, 0, 5))
     g = 1.3 * (x @ np.asarray(theta) - y)[:, None] * x  # per-record gradients of -log-lik
     norms = np.linalg.norm(g, axis=1)
     assert np.any(norms > C) and np.any(norms < C)  # the test exercises both branches

@@ -12,6 +12,7 @@ The sampler's own temperature (the noise scale) is a sampler argument, not a mod
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 import jax
@@ -84,3 +85,28 @@ class Model:
     def potential_grad(self, theta: jax.Array, dataset: Dataset) -> jax.Array:
         """grad U_D(theta), shape ``(d,)``."""
         return jax.grad(self.potential)(theta, dataset)
+
+
+def shared(factory: Callable[..., "Model"]) -> Callable[..., "Model"]:
+    """Return the same model object for the same arguments.
+
+    A model's functions are closures, and compiled engine programs are cached by the model's
+    identity: building ``bayesian_linear_regression(1.0, 0.1)`` twice (say, once per sweep point)
+    must not compile twice. Arguments that cannot be hashed skip the cache.
+    """
+    cache: dict = {}
+
+    @functools.wraps(factory)
+    def build(*args, **kwargs):
+        try:
+            key = (args, tuple(sorted(kwargs.items())))
+            hash(key)
+        except TypeError:
+            return factory(*args, **kwargs)
+        if key not in cache:
+            if len(cache) >= 256:
+                cache.pop(next(iter(cache)))
+            cache[key] = factory(*args, **kwargs)
+        return cache[key]
+
+    return build

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..data import Dataset, make_dataset
+from .base import shared
 from .quadratic import QuadraticModel
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -31,6 +32,7 @@ def gaussian_mean_dataset(x: Any, mask: Any = None) -> Dataset:
     return make_dataset(mask=mask, x=x)
 
 
+@shared
 def gaussian_mean(dim: int = 1, prior_precision: float = 1.0, inverse_temperature: float = 1.0) -> QuadraticModel:
     """Gibbs posterior for the mean with loss ||theta - x||^2 / 2 (paper 002, App. B).
 

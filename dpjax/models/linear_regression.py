@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..data import Dataset, make_dataset
+from .base import shared
 from .quadratic import QuadraticModel
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -45,6 +46,7 @@ def regression_dataset(x: Any, y: Any, mask: Any = None) -> Dataset:
     return make_dataset(mask=mask, x=x, y=y)
 
 
+@shared
 def bayesian_linear_regression(noise_precision: float, prior_precision: float, dim: int = 1) -> QuadraticModel:
     """Gaussian likelihood N(y; <theta, x>, 1/noise_precision), prior N(0, I/prior_precision).
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..data import Dataset
-from .base import Model
+from .base import Model, shared
 from .linear_regression import _check_xy_dataset, regression_dataset
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -36,6 +36,7 @@ def logistic_regression_dataset(x: Any, y: Any, mask: Any = None) -> Dataset:
     return regression_dataset(x, y, mask=mask)
 
 
+@shared
 def logistic_regression(prior_precision: float, dim: int) -> Model:
     """Bernoulli likelihood with logit <theta, x>, prior N(0, I/prior_precision).
 

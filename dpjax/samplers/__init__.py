@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional, Union
 
 from .batching import (
+    ORDER_FAMILIES,
     SCHEMES,
     Batch,
     BatchingScheme,
@@ -38,6 +39,7 @@ __all__ = [
     "Poisson",
     "Reshuffle",
     "Cyclic",
+    "ORDER_FAMILIES",
     "make_batching",
     "SCHEMES",
     "PARAMETERISATIONS",
@@ -82,13 +84,17 @@ def cyclic_sgld(
     *,
     batch_size: int = 1,
     order=None,
+    order_family: str = "affine",
     temperature: float = 1.0,
     parameterisation: str = "welling-teh",
     clip_norm: Optional[float] = None,
 ) -> LangevinSampler:
     """Cyclic SGLD (paper 000): one order per chain, used epoch after epoch; b = 1 by default.
 
-    ``order=None`` gives each chain its own keyed random order; an explicit permutation of
-    0..n-1 fixes the same order for every chain.
+    ``order=None`` gives each chain its own keyed random order of the family ``order_family``
+    (``"affine"``: exactly uniform position of every record, O(1) per step; ``"swap-or-not"``:
+    closer to a uniform permutation, O(log n) per step; see :mod:`.permutation`); an explicit
+    permutation of 0..n-1 fixes the same order for every chain.
     """
-    return LangevinSampler(step_size, make_batching("cyclic", batch_size=batch_size, order=order), temperature, clip_norm, parameterisation, "cyclic-sgld")
+    batching = make_batching("cyclic", batch_size=batch_size, order=order, order_family=order_family)
+    return LangevinSampler(step_size, batching, temperature, clip_norm, parameterisation, "cyclic-sgld")

@@ -1,10 +1,9 @@
 """Batching schemes: which records the gradient of step t of chain c uses.
 
-Every scheme is pure and counter-based. A chain's batching key is derived once from
-(seed, chain index) by the caller (see :func:`dpjax.samplers.kernel.chain_keys`); the batch of
-step t is a function of that key and t only (``fold_in(key, t)``, or ``fold_in(key, epoch)``
-for schemes with a per-epoch order), never of a split chain, so a chain's batches do not
-depend on how many chains run beside it or on which device.
+Every scheme is pure and counter-based: the batch of step t of a chain is a function of the
+chain's Philox words (two uint32 drawn once from (seed, chain); :mod:`dpjax.engine.randomness`)
+and t only, never of a split key or of other chains, so a chain's batches do not depend on how
+many chains run beside it, on which device, or on the engine path that runs them.
 
 A batch has a static shape: :class:`Batch` ``(indices, weights, scale)`` with ``indices`` and
 ``weights`` of shape ``(b,)``. The sampler's estimate of the data part of grad U_D is
@@ -14,28 +13,35 @@ A batch has a static shape: :class:`Batch` ``(indices, weights, scale)`` with ``
 ``weights`` are 0/1 (a 0 marks an unused slot of a variable-size batch); ``mask`` is the
 dataset's presence mask, so under add/remove adjacency the removed record's slot contributes
 0 to D''s gradient while both chains of a pair still use the same indices and the same scale.
+*Dense* schemes (``full``, ``poisson``) use every slot in order (``indices = arange(n)``), so the
+engine reads the records in place instead of gathering them.
 
 How ``scale`` is chosen (n = number of record *slots*, the same for D and D'):
 
-=====================  ==================================================  ==============
-scheme                 batch                                               scale
-=====================  ==================================================  ==============
-``full``               all n slots                                         1
-``uniform``            b slots i.i.d. uniform, with replacement             n / b
-                       (paper 000 eq. 3)
-``without-replacement``  b distinct slots, a fresh uniform order each step   n / b
-                       (paper 001 eq. 31)
-``poisson``            each slot independently with probability q          1 / q
-                       (weights = inclusion indicators over all n slots)
-``reshuffle``          a fresh order each epoch, consecutive blocks of b   n / (size of the block)
-``cyclic``             one order per chain (or a given fixed order) reused  n / (size of the block)
-                       every epoch (paper 000's cyclic SGLD, b = 1)
-=====================  ==================================================  ==============
+=======================  ==================================================  ==============
+scheme                   batch                                               scale
+=======================  ==================================================  ==============
+``full``                 all n slots                                         1
+``uniform``              b slots i.i.d. uniform, with replacement             n / b
+                         (paper 000 eq. 3)
+``without-replacement``  b distinct slots: the first b positions of a fresh   n / b
+                         swap-or-not order each step (paper 001 eq. 31)
+``poisson``              each slot independently with probability q          1 / q
+                         (weights = inclusion indicators over all n slots)
+``reshuffle``            a fresh swap-or-not order each epoch, consecutive    n / (size of the block)
+                         blocks of b
+``cyclic``               one order per chain (affine by default, or a given   n / (size of the block)
+                         fixed order) reused every epoch (paper 000, b = 1)
+=======================  ==================================================  ==============
 
 Sampling over slots and multiplying by the mask makes the estimate unbiased for the masked
 sum sum_i mask_i grad_i for both datasets of an add/remove pair. For reshuffle/cyclic with b
 not dividing n the last block of an epoch is shorter (its unused slots have weight 0) and
 its scale is n / (its size); one epoch then has ceil(n / b) steps.
+
+Schemes are pytrees: numbers that may change between runs (the Poisson rate, a fixed order)
+are leaves, so a compiled engine program is reused when only they change; the batch size and
+the order family are structure.
 """
 from __future__ import annotations
 
@@ -48,7 +54,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
+from ..engine import randomness as rng
 from . import permutation
+
+ORDER_FAMILIES = ("affine", "swap-or-not")
 
 
 class Batch(NamedTuple):
@@ -66,12 +75,53 @@ def _check_batch_size(batch_size: Any, num_slots: int) -> int:
     return b
 
 
+def register_pytree(*dynamic: str):
+    """Register a frozen dataclass as a pytree whose ``dynamic`` fields are leaves and whose
+    other fields are static structure (compared by value when JAX caches compiled programs).
+    Unflattening bypasses ``__post_init__``: leaves may be tracers inside a compiled program."""
+
+    def register(cls):
+        names = [f.name for f in dataclasses.fields(cls)]
+        static = tuple(f for f in names if f not in dynamic)
+
+        def flatten(obj):
+            return tuple(getattr(obj, f) for f in dynamic), tuple(getattr(obj, f) for f in static)
+
+        def unflatten(aux, children):
+            obj = object.__new__(cls)
+            for name, value in zip(static, aux):
+                object.__setattr__(obj, name, value)
+            for name, value in zip(dynamic, children):
+                object.__setattr__(obj, name, value)
+            return obj
+
+        jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+        return cls
+
+    return register
+
+
+def _float_dtype():
+    return jnp.result_type(float)
+
+
+def _ones(b: int) -> jax.Array:
+    return jnp.ones((b,), dtype=_float_dtype())
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class BatchingScheme:
-    """Base class. ``init(key, n)`` -> per-chain batching state (a pytree derived from the
-    chain's batching key only); ``batch(state, step, n)`` -> :class:`Batch`."""
+    """Base class.
+
+    ``chain_state(words, n)`` -> a chain's per-run batching state (e.g. its order), from its
+    Philox words only; ``batch(words, state, step, n)`` -> :class:`Batch` of step ``step``.
+    Engine paths may walk the steps incrementally: ``start(words, state, step, n)`` gives a
+    cursor at ``step`` and ``advance(words, state, cursor, step, n)`` gives step ``step``'s batch
+    and the cursor of the next step; the batches are identical to :meth:`batch`'s (tested).
+    """
 
     name = "scheme"
+    dense = False  # True: indices are arange(n) in order (the engine reads records in place)
 
     def validate(self, num_slots: int) -> None:
         """Raise ``ValueError`` if the scheme cannot run on ``num_slots`` records."""
@@ -84,11 +134,17 @@ class BatchingScheme:
         """Steps that use every record once (schemes with orders), else n / b rounded up."""
         return math.ceil(num_slots / self.batch_size(num_slots))
 
-    def init(self, key: jax.Array, num_slots: int) -> Any:
-        return key
+    def chain_state(self, words: jax.Array, num_slots: int) -> Any:
+        return ()
 
-    def batch(self, state: Any, step: jax.Array, num_slots: int) -> Batch:
+    def batch(self, words: jax.Array, state: Any, step: jax.Array, num_slots: int) -> Batch:
         raise NotImplementedError
+
+    def start(self, words: jax.Array, state: Any, step: jax.Array, num_slots: int) -> Any:
+        return ()
+
+    def advance(self, words: jax.Array, state: Any, cursor: Any, step: jax.Array, num_slots: int) -> tuple[Batch, Any]:
+        return self.batch(words, state, step, num_slots), cursor
 
     def describe(self) -> dict:
         return {"name": self.name, **{f.name: _describe_value(getattr(self, f.name)) for f in dataclasses.fields(self)}}
@@ -113,56 +169,54 @@ def _describe_value(v):
     return v
 
 
-def _ones(b: int) -> jax.Array:
-    return jnp.ones((b,), dtype=jnp.result_type(float))
-
-
+@register_pytree()
 @dataclasses.dataclass(frozen=True, eq=False)
 class FullBatch(BatchingScheme):
     """Every record every step (ULA / full-batch noisy gradient descent)."""
 
     name = "full"
+    dense = True
 
     def batch_size(self, num_slots: int) -> int:
         return num_slots
 
-    def batch(self, state, step, num_slots):
-        return Batch(jnp.arange(num_slots, dtype=jnp.int32), _ones(num_slots), jnp.asarray(1.0, _ones(1).dtype))
+    def batch(self, words, state, step, num_slots):
+        return Batch(jnp.arange(num_slots, dtype=jnp.int32), _ones(num_slots), jnp.asarray(1.0, _float_dtype()))
 
 
+@register_pytree()
 @dataclasses.dataclass(frozen=True, eq=False)
 class UniformWithReplacement(_FixedSize):
     """b records drawn i.i.d. uniformly with replacement, redrawn each step (paper 000 eq. 3)."""
 
     name = "uniform"
 
-    def batch(self, state, step, num_slots):
+    def batch(self, words, state, step, num_slots):
         b = self.batch_size_
-        idx = jax.random.randint(jax.random.fold_in(state, step), (b,), 0, num_slots, dtype=jnp.int32)
-        w = _ones(b)
-        return Batch(idx, w, jnp.asarray(num_slots / b, w.dtype))
+        high, low = rng.index_words(words, step, rng.BATCH, b)
+        return Batch(rng.uniform_index(high, low, num_slots), _ones(b), jnp.asarray(num_slots / b, _float_dtype()))
 
 
+@register_pytree()
 @dataclasses.dataclass(frozen=True, eq=False)
 class WithoutReplacement(_FixedSize):
     """b distinct records, a fresh subset each step (paper 001 eq. 31).
 
-    The subset is the first b positions of a keyed order (:mod:`.permutation`) keyed by
-    (chain, step): O(b) work per step whatever n is. Each record's inclusion probability is
-    b / n (tested); the subsets are not exactly uniform over all C(n, b) subsets (see
-    :mod:`.permutation`).
+    The subset is the first b positions of a swap-or-not order keyed by (chain, step)
+    (:mod:`.permutation`): a fixed O(b R) work per step whatever n is. Each record's inclusion
+    probability is b / n up to the order's 2^-R (tested).
     """
 
     name = "without-replacement"
 
-    def batch(self, state, step, num_slots):
+    def batch(self, words, state, step, num_slots):
         b = self.batch_size_
-        keys = permutation.round_keys(jax.random.fold_in(state, step), num_slots)
-        idx = permutation.permute(jnp.arange(b), keys, num_slots)
-        w = _ones(b)
-        return Batch(idx, w, jnp.asarray(num_slots / b, w.dtype))
+        keys = permutation.swap_or_not_keys(words, step, num_slots)
+        idx = permutation.swap_or_not(jnp.arange(b, dtype=jnp.int32), keys, num_slots)
+        return Batch(idx, _ones(b), jnp.asarray(num_slots / b, _float_dtype()))
 
 
+@register_pytree("rate")
 @dataclasses.dataclass(frozen=True, eq=False)
 class Poisson(BatchingScheme):
     """Each record independently with probability ``rate`` (DP-SGD's Poisson subsampling).
@@ -173,6 +227,7 @@ class Poisson(BatchingScheme):
 
     rate: float = 0.01
     name = "poisson"
+    dense = True
 
     def __post_init__(self):
         _validate.in_range("rate", self.rate, 0.0, 1.0, low_open=True)
@@ -183,56 +238,58 @@ class Poisson(BatchingScheme):
     def steps_per_epoch(self, num_slots):
         return math.ceil(1.0 / self.rate)
 
-    def batch(self, state, step, num_slots):
-        include = jax.random.bernoulli(jax.random.fold_in(state, step), self.rate, (num_slots,))
-        w = include.astype(_ones(1).dtype)
-        return Batch(jnp.arange(num_slots, dtype=jnp.int32), w, jnp.asarray(1.0 / self.rate, w.dtype))
+    def batch(self, words, state, step, num_slots):
+        high, low = rng.index_words(words, step, rng.INCLUSION, num_slots)
+        w = rng.bernoulli(high, low, self.rate).astype(_float_dtype())
+        return Batch(jnp.arange(num_slots, dtype=jnp.int32), w, (1.0 / jnp.asarray(self.rate)).astype(w.dtype))
 
 
-def _block(order_fn, step, b: int, num_slots: int) -> Batch:
+def _positions(step, b: int, num_slots: int):
+    """Epoch positions of step ``step``'s block of b, and which of them exist (< n)."""
     steps = math.ceil(num_slots / b)
-    within = step % steps
-    positions = within * b + jnp.arange(b, dtype=jnp.int32)
-    valid = positions < num_slots
-    idx = order_fn(jnp.where(valid, positions, 0))
-    w = valid.astype(_ones(1).dtype)
-    return Batch(idx, w, num_slots / jnp.sum(w))
+    positions = (step % steps) * b + jnp.arange(b, dtype=jnp.int32)
+    return positions, positions < num_slots
 
 
-class OrderTable(NamedTuple):
-    """A chain's keyed order written out: ``records[p]`` is the record at position p.
-
-    Equal, entry for entry, to the keyed bijection it is made from (:meth:`Cyclic.tabulate`),
-    so a run gives the same numbers with or without it; it trades K x n integers of memory
-    for one gather per step instead of a Feistel evaluation with cycle-walking.
-    """
-
-    records: jax.Array
+def _block_batch(records, valid, num_slots: int) -> Batch:
+    w = valid.astype(_float_dtype())
+    return Batch(jnp.where(valid, records, 0).astype(jnp.int32), w, num_slots / jnp.sum(w))
 
 
+@register_pytree()
 @dataclasses.dataclass(frozen=True, eq=False)
 class Reshuffle(_FixedSize):
-    """A fresh order every epoch (keyed by chain and epoch), consumed in blocks of b."""
+    """A fresh swap-or-not order every epoch (keyed by chain and epoch), consumed in blocks of b."""
 
     name = "reshuffle"
 
-    def batch(self, state, step, num_slots):
+    def batch(self, words, state, step, num_slots):
         epoch = step // self.steps_per_epoch(num_slots)
-        keys = permutation.round_keys(jax.random.fold_in(state, epoch), num_slots)
-        return _block(lambda p: permutation.permute(p, keys, num_slots), step, self.batch_size_, num_slots)
+        keys = permutation.swap_or_not_keys(words, epoch, num_slots)
+        positions, valid = _positions(step, self.batch_size_, num_slots)
+        return _block_batch(permutation.swap_or_not(jnp.where(valid, positions, 0), keys, num_slots), valid, num_slots)
 
 
+@register_pytree("order")
 @dataclasses.dataclass(frozen=True, eq=False)
 class Cyclic(_FixedSize):
     """One order per chain, then the same order every epoch (paper 000's cyclic SGLD).
 
-    ``order=None``: each chain's order is a keyed bijection (:mod:`.permutation`) of its
-    batching key, computed on demand (no K x n table). ``order`` given: that fixed order
-    (a permutation of 0..n-1) for every chain, e.g. ``np.arange(n)`` for a known order.
+    ``order=None``: each chain draws its own order from its Philox words, of the family
+    ``order_family``: ``"affine"`` (default; record (a p + b) mod n at position p, exactly
+    uniform position of every record, O(1) per step) or ``"swap-or-not"`` (closer to a uniform
+    permutation, O(R) per step); see :mod:`.permutation`. ``order`` given: that fixed order (a
+    permutation of 0..n-1) for every chain, e.g. ``np.arange(n)`` for a known order.
     """
 
     order: Optional[np.ndarray] = None
+    order_family: str = "affine"
     name = "cyclic"
+
+    def __post_init__(self):
+        _validate.one_of("order_family", self.order_family, ORDER_FAMILIES)
+        if self.order is not None:
+            object.__setattr__(self, "order", np.asarray(self.order))
 
     def validate(self, num_slots):
         super().validate(num_slots)
@@ -241,39 +298,63 @@ class Cyclic(_FixedSize):
             if order.shape != (num_slots,) or not np.array_equal(np.sort(order), np.arange(num_slots)):
                 raise ValueError(f"order (shape {order.shape}) must be a permutation of 0..{num_slots - 1} (n = {num_slots} records)")
 
-    def init(self, key, num_slots):
+    def chain_state(self, words, num_slots):
         if self.order is not None:
-            return jnp.zeros((0,), jnp.uint32)
-        return permutation.round_keys(key, num_slots)
+            return ()
+        if self.order_family == "affine":
+            return permutation.affine_order(words, num_slots)
+        return permutation.swap_or_not_keys(words, 0, num_slots)
 
-    def tabulate(self, state, num_slots) -> Any:
-        """The per-chain order as an :class:`OrderTable` (n int32), for runs where K x n
-        integers fit in memory; a fixed ``order`` needs no table and is returned as is."""
-        if self.order is not None or isinstance(state, OrderTable):
-            return state
-        return OrderTable(permutation.permute(jnp.arange(num_slots, dtype=jnp.int32), state, num_slots))
-
-    def batch(self, state, step, num_slots):
+    def _records(self, state, positions, num_slots):
         if self.order is not None:
-            order = jnp.asarray(np.asarray(self.order), dtype=jnp.int32)
-            return _block(lambda p: order[p], step, self.batch_size_, num_slots)
-        if isinstance(state, OrderTable):
-            return _block(lambda p: state.records[p], step, self.batch_size_, num_slots)
-        return _block(lambda p: permutation.permute(p, state, num_slots), step, self.batch_size_, num_slots)
+            return jnp.asarray(self.order, jnp.int32)[positions]
+        if self.order_family == "affine":
+            return permutation.affine_record(state, positions, num_slots)
+        return permutation.swap_or_not(positions, state, num_slots)
+
+    def batch(self, words, state, step, num_slots):
+        positions, valid = _positions(step, self.batch_size_, num_slots)
+        return _block_batch(self._records(state, jnp.where(valid, positions, 0), num_slots), valid, num_slots)
+
+    # An affine order is walked by additions: the record at position p + 1 is the record at p
+    # plus the multiplier, mod n; the cursor is the record at the block's first position.
+    def _walks(self) -> bool:
+        return self.order is None and self.order_family == "affine"
+
+    def start(self, words, state, step, num_slots):
+        if not self._walks():
+            return ()
+        positions, _ = _positions(step, self.batch_size_, num_slots)
+        return permutation.affine_record(state, positions[0], num_slots)
+
+    def advance(self, words, state, cursor, step, num_slots):
+        if not self._walks():
+            return self.batch(words, state, step, num_slots), cursor
+        b, n = self.batch_size_, jnp.int32(num_slots)
+        positions, valid = _positions(step, b, num_slots)
+        records = [cursor]
+        for _ in range(b - 1):
+            nxt = records[-1] + state.multiplier
+            records.append(jnp.where(nxt >= n, nxt - n, nxt))
+        following = records[-1] + state.multiplier
+        following = jnp.where(following >= n, following - n, following)
+        epoch_ends = (step + 1) % self.steps_per_epoch(num_slots) == 0
+        cursor = jnp.where(epoch_ends, state.offset, following)
+        return _block_batch(jnp.stack(records), valid, num_slots), cursor
 
 
 SCHEMES = ("full", "uniform", "without-replacement", "poisson", "reshuffle", "cyclic")
 
 
-def make_batching(name: str, *, batch_size: Optional[int] = None, rate: Optional[float] = None, order=None) -> BatchingScheme:
+def make_batching(name: str, *, batch_size: Optional[int] = None, rate: Optional[float] = None, order=None, order_family: str = "affine") -> BatchingScheme:
     """Build a batching scheme by name (one of :data:`SCHEMES`).
 
     ``batch_size`` is required for uniform / without-replacement / reshuffle (cyclic
-    defaults to 1); ``rate`` for poisson; ``order`` only for cyclic.
+    defaults to 1); ``rate`` for poisson; ``order`` and ``order_family`` only for cyclic.
     """
     _validate.one_of("batching", name, SCHEMES)
-    if name != "cyclic" and order is not None:
-        raise ValueError(f"order is only meaningful for batching='cyclic', not {name!r}")
+    if name != "cyclic" and (order is not None or order_family != "affine"):
+        raise ValueError(f"order / order_family are only meaningful for batching='cyclic', not {name!r}")
     if name == "poisson":
         if rate is None:
             raise ValueError("batching='poisson' needs rate=q with 0 < q <= 1")
@@ -287,7 +368,8 @@ def make_batching(name: str, *, batch_size: Optional[int] = None, rate: Optional
             raise ValueError("batching='full' uses every record; do not pass batch_size")
         return FullBatch()
     if name == "cyclic":
-        return Cyclic(batch_size_=_validate.positive_int("batch_size", 1 if batch_size is None else batch_size), order=None if order is None else np.asarray(order))
+        b = _validate.positive_int("batch_size", 1 if batch_size is None else batch_size)
+        return Cyclic(batch_size_=b, order=None if order is None else np.asarray(order), order_family=order_family)
     if batch_size is None:
         raise ValueError(f"batching={name!r} needs batch_size (a positive integer <= n)")
     b = _validate.positive_int("batch_size", batch_size)

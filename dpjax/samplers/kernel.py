@@ -21,10 +21,15 @@ The estimate grad U_hat_B(theta) = grad(-log prior)(theta)
 gradient of -likelihood_weight * log p(x_i | theta) and clip_C (optional, ``clip_norm`` = C)
 rescales it to norm at most C (DP-SGD's per-example clipping; the prior is not clipped).
 
-Randomness is counter-based: a chain's key k_c = fold_in(key(seed), c) gives its batching
-state (from fold_in(k_c, 0)) and its noise key (fold_in(k_c, 1)); step t's normal draw is
-row t mod 32 of ``normal(fold_in(noise_key, t // 32), (32, d))`` (drawing 32 steps' noise per
-key halves the RNG work of a step), and its batch depends on (batching state, t) only.
+Randomness is counter-based (:mod:`dpjax.engine.randomness`): a chain's key k_c =
+fold_in(key(seed), c) gives it two Philox words once; step t's normal draw and batch are Philox
+blocks of (those words; t, stream, block), so any step of any chain is computed in registers
+without state, and every engine path (reference, fused, Pallas; any device layout) draws the
+same numbers. ``init`` callables get fold_in(k_c, 2).
+
+The sampler is a pytree: the step size (a number), temperature, clipping norm and the batching
+scheme's numbers are leaves, so the engine's compiled programs are reused when only they change;
+a step-size schedule (a callable) and the parameterisation are structure.
 """
 from __future__ import annotations
 
@@ -38,20 +43,21 @@ import optax
 from .. import _validate
 from ..data import Dataset
 from ..models.base import Model
+from ..engine import randomness as rng
 from .batching import Batch, BatchingScheme
 
 PARAMETERISATIONS = ("welling-teh", "euler")
-BATCH_STREAM, NOISE_STREAM, INIT_STREAM = 0, 1, 2
-NOISE_BLOCK = 32  # steps whose normal draws come from one key
+INIT_STREAM = rng.INIT_TAG  # fold_in tag of a chain's key for its init draw
 
 StepSize = Union[float, Callable[[jax.Array], jax.Array]]
 
 
 class ChainKeys(NamedTuple):
-    """Per-chain randomness, derived once from the chain's key: batching state + noise key."""
+    """Per-chain randomness, derived once from the chain's key: its Philox words (2,) uint32
+    and its batching scheme's per-chain state (e.g. its order)."""
 
+    words: jax.Array
     batching: Any
-    noise: jax.Array
 
 
 class SamplerState(NamedTuple):
@@ -136,44 +142,29 @@ class LangevinSampler:
             "parameterisation": self.parameterisation,
         }
 
-    def coefficients(self, step: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(drift_coef, noise_std) of step ``step`` (see the module docstring)."""
+    def coefficients(self, step: jax.Array, dtype=None) -> tuple[jax.Array, jax.Array]:
+        """(drift_coef, noise_std) of step ``step`` (see the module docstring), in ``dtype``
+        (default: JAX's default float)."""
         size = self.step_size(step) if callable(self.step_size) else self.step_size
-        size = jnp.asarray(size, dtype=jnp.result_type(float))
+        size = jnp.asarray(size).astype(jnp.result_type(float) if dtype is None else dtype)
         if self.parameterisation == "welling-teh":
             return size / 2, jnp.sqrt(size * self.temperature)
         return size, jnp.sqrt(2 * size * self.temperature)
 
     # --- randomness ---------------------------------------------------------------------
     def chain_keys(self, chain_key: jax.Array, num_slots: int) -> ChainKeys:
-        """Derive a chain's batching state and noise key from its key (once per chain)."""
-        return ChainKeys(
-            batching=self.batching.init(jax.random.fold_in(chain_key, BATCH_STREAM), num_slots),
-            noise=jax.random.fold_in(chain_key, NOISE_STREAM),
-        )
+        """A chain's Philox words and batching state, from its JAX key (once per chain)."""
+        words = rng.chain_words(chain_key)
+        return ChainKeys(words=words, batching=self.batching.chain_state(words, num_slots))
 
-    def noise_rows(self, keys: ChainKeys, first: jax.Array, count: int, dim: int) -> jax.Array:
-        """Standard normal draws (count, d) of steps first, ..., first + count - 1.
+    def noise(self, keys: ChainKeys, step: jax.Array, dim: int, dtype=None) -> jax.Array:
+        """Standard normal draw (d,) of step ``step``."""
+        return rng.normals(keys.words, step, dim, jnp.result_type(float) if dtype is None else dtype)
 
-        They must lie in one aligned group of :data:`NOISE_BLOCK` steps (count = 1, or count
-        divides NOISE_BLOCK and first is a multiple of count).
-        """
-        table = jax.random.normal(jax.random.fold_in(keys.noise, first // NOISE_BLOCK), (NOISE_BLOCK, dim), dtype=jnp.result_type(float))
-        return jax.lax.dynamic_slice_in_dim(table, first % NOISE_BLOCK, count)
-
-    def randomness(self, keys: ChainKeys, step: jax.Array, num_slots: int, dim: int) -> tuple[Batch, jax.Array]:
+    def randomness(self, keys: ChainKeys, step: jax.Array, num_slots: int, dim: int, dtype=None) -> tuple[Batch, jax.Array]:
         """Step ``step``'s batch and standard normal draw (d,)."""
-        batch = self.batching.batch(keys.batching, step, num_slots)
-        return batch, self.noise_rows(keys, step, 1, dim)[0]
-
-    def block_randomness(self, keys: ChainKeys, first: jax.Array, block: int, num_slots: int, dim: int) -> tuple[Batch, jax.Array]:
-        """Batches (leaves with a leading axis of ``block``) and normal draws (block, d) of the
-        steps first, ..., first + block - 1, equal to :meth:`randomness` step by step.
-        ``block`` divides :data:`NOISE_BLOCK` and ``first`` is a multiple of it."""
-        if NOISE_BLOCK % block:
-            raise ValueError(f"block={block} must divide NOISE_BLOCK={NOISE_BLOCK}")
-        batches = jax.vmap(lambda t: self.batching.batch(keys.batching, t, num_slots))(first + jnp.arange(block, dtype=jnp.int32))
-        return batches, self.noise_rows(keys, first, block, dim)
+        batch = self.batching.batch(keys.words, keys.batching, step, num_slots)
+        return batch, self.noise(keys, step, dim, dtype)
 
     # --- gradients ----------------------------------------------------------------------
     def potential_grad_estimate(self, model: Model, dataset: Dataset, theta: jax.Array, batch: Batch) -> jax.Array:
@@ -197,8 +188,27 @@ class LangevinSampler:
         """One step of one chain (the blackjax shape; jit/vmap it yourself)."""
         n = dataset.num_slots
         keys = self.chain_keys(chain_key, n)
-        batch, z = self.randomness(keys, state.step, n, state.position.shape[0])
-        drift_coef, noise_std = self.coefficients(state.step)
+        batch, z = self.randomness(keys, state.step, n, state.position.shape[0], state.position.dtype)
+        drift_coef, noise_std = self.coefficients(state.step, state.position.dtype)
         grad = self.potential_grad_estimate(model, dataset, state.position, batch)
         new = state.position - drift_coef * grad + noise_std * z
         return SamplerState(new, state.step + 1), StepInfo(batch, z, drift_coef, noise_std)
+
+
+def _flatten_sampler(sampler: LangevinSampler):
+    schedule = sampler.step_size if callable(sampler.step_size) else None
+    size = None if schedule is not None else sampler.step_size
+    return (size, sampler.temperature, sampler.clip_norm, sampler.batching), (schedule, sampler.parameterisation, sampler.name)
+
+
+def _unflatten_sampler(aux, children) -> LangevinSampler:
+    schedule, parameterisation, name = aux
+    size, temperature, clip_norm, batching = children
+    sampler = object.__new__(LangevinSampler)  # leaves may be tracers: skip __post_init__'s checks
+    for field, value in (("step_size", schedule if schedule is not None else size), ("temperature", temperature), ("clip_norm", clip_norm),
+                         ("batching", batching), ("parameterisation", parameterisation), ("name", name)):
+        object.__setattr__(sampler, field, value)
+    return sampler
+
+
+jax.tree_util.register_pytree_node(LangevinSampler, _flatten_sampler, _unflatten_sampler)

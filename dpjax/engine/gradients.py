@@ -1,0 +1,166 @@
+"""How a coupled step gets its two gradient estimates and the drift gap of the differing record.
+
+Two providers compute the same quantities (NOTES 001; :mod:`dpjax.coupled`):
+
+    grad_D(x)  = grad(-log prior)(x) + scale sum_j w_j clip(mask_D[i_j] g_{i_j}(x; D))
+    grad_D'(x') likewise on D' at the neighbour chain's point,
+    gap(x)     = clip(mask_D[i*] g_{i*}(x; D)) - clip(mask_D'[i*] g_{i*}(x; D'))   (i* = the differing slot)
+
+with g_i the gradient of -likelihood_weight log p(x_i | theta).
+
+* :class:`GenericGradients` — any :class:`dpjax.Model`: record gradients by ``jax.grad`` of its
+  log-likelihood. Dense batches (full, Poisson) read the records in place; gathered batches
+  gather D's records once and select D''s differing record where the batch holds its slot.
+* :class:`QuadraticGradients` — a :class:`dpjax.models.QuadraticModel`: g_i(x) = A_i x - b_i
+  from per-record tables built once on the host in float64 (likelihood weight and mask folded
+  in), so a step costs O(b d^2) (O(d^2) for an unclipped full batch: the tables' sums) instead
+  of a vmapped autodiff over the records. When every record of D is the same (paper 000's
+  eq. 7 data) the tables have one row and no gather is needed (``homogeneous``).
+
+Providers are static (hashable) descriptions; their ``data(...)`` pytree is an argument of the
+compiled programs, so new data values never recompile.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..data import Dataset, NeighbouringPair
+from ..models.base import Model
+from ..models.quadratic import QuadraticModel
+from ..samplers.batching import Batch, FullBatch
+from ..samplers.kernel import clip_one, clip_record_grads
+
+
+def cast_dataset(dataset: Dataset, dtype) -> Dataset:
+    """Float fields in ``dtype`` (numpy leaves, so they can be placed on any mesh)."""
+    fields = {k: (np.asarray(v, dtype) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)) for k, v in dataset.fields.items()}
+    return Dataset(fields=fields, mask=np.asarray(dataset.mask, dtype))
+
+
+def _expand(flag: jax.Array, leaf: jax.Array) -> jax.Array:
+    return flag.reshape(flag.shape + (1,) * (leaf.ndim - flag.ndim))
+
+
+@dataclasses.dataclass(frozen=True)
+class GenericGradients:
+    """Record gradients of any model by autodiff (see the module docstring)."""
+
+    model: Model
+    name = "generic"
+
+    def estimates(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
+        model, clip = self.model, sampler.clip_norm
+        dataset, neighbour = data["dataset"], data["neighbour"]
+        if dense:
+            grads_d = jax.vmap(model.record_grad, in_axes=(None, 0))(x, dataset.fields)
+            grads_n = jax.vmap(model.record_grad, in_axes=(None, 0))(xp, neighbour.fields)
+            sum_d = clip_record_grads(grads_d, batch.weights * dataset.mask, clip)
+            sum_n = clip_record_grads(grads_n, batch.weights * neighbour.mask, clip)
+        else:
+            # gather D's batch once; D' differs only in slot `index`, so its batch is a select
+            records_d = {k: v[batch.indices] for k, v in dataset.fields.items()}
+            is_diff = batch.indices == index
+            records_n = {k: jnp.where(_expand(is_diff, v), neighbour.fields[k][index], v) for k, v in records_d.items()}
+            mask_d = dataset.mask[batch.indices]
+            mask_n = jnp.where(is_diff, neighbour.mask[index], mask_d)
+            grads_d = jax.vmap(model.record_grad, in_axes=(None, 0))(x, records_d)
+            grads_n = jax.vmap(model.record_grad, in_axes=(None, 0))(xp, records_n)
+            sum_d = clip_record_grads(grads_d, batch.weights * mask_d, clip)
+            sum_n = clip_record_grads(grads_n, batch.weights * mask_n, clip)
+        return model.prior_grad(x) + batch.scale * sum_d, model.prior_grad(xp) + batch.scale * sum_n
+
+    def gap(self, sampler, x, data, index):
+        dataset, neighbour = data["dataset"], data["neighbour"]
+        g_d = clip_one(self.model.record_grad(x, dataset.record(index)), sampler.clip_norm) * dataset.mask[index]
+        g_n = clip_one(self.model.record_grad(x, neighbour.record(index)), sampler.clip_norm) * neighbour.mask[index]
+        return g_d - g_n
+
+
+def quadratic_tables(model: QuadraticModel, pair: NeighbouringPair) -> dict:
+    """Float64 host tables of a quadratic model on a pair (see :class:`QuadraticGradients`).
+
+    ``hessians`` (n or 1, d, d) and ``linears`` (n or 1, d): w mask_i A_i and w mask_i b_i of
+    D's records (one row when they are all equal); ``alt_hessian``, ``alt_linear``: the same
+    for D''s differing record; ``sum_*_d`` / ``sum_*_n``: the full-batch sums over D and D',
+    each summed over its own records (never formed as a difference).
+    """
+    w = float(model.likelihood_weight)
+
+    def weighted(dataset):
+        fields = {k: np.asarray(v, np.float64) for k, v in dataset.fields.items()}
+        a, b = model.record_quadratic(fields)
+        mask = np.asarray(dataset.mask, np.float64)
+        return w * mask[:, None, None] * np.asarray(a, np.float64), w * mask[:, None] * np.asarray(b, np.float64)
+
+    a_d, b_d = weighted(pair.dataset)
+    a_n, b_n = weighted(pair.neighbour)
+    i = pair.index
+    homogeneous = bool(np.all(a_d == a_d[:1]) and np.all(b_d == b_d[:1]))
+    return {
+        "hessians": a_d[:1] if homogeneous else a_d,
+        "linears": b_d[:1] if homogeneous else b_d,
+        "alt_hessian": a_n[i],
+        "alt_linear": b_n[i],
+        "sum_hessian_d": a_d.sum(axis=0),
+        "sum_linear_d": b_d.sum(axis=0),
+        "sum_hessian_n": a_n.sum(axis=0),
+        "sum_linear_n": b_n.sum(axis=0),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class QuadraticGradients:
+    """Closed-form record gradients g_i(x) = A_i x - b_i of a quadratic model (module docstring)."""
+
+    model: QuadraticModel
+    homogeneous: bool
+    name = "quadratic"
+
+    @staticmethod
+    def supports(model: Model) -> bool:
+        return isinstance(model, QuadraticModel) and model.record_quadratic is not None
+
+    def _rows(self, table, indices):
+        return jnp.broadcast_to(table[0], indices.shape + table.shape[1:]) if self.homogeneous else table[indices]
+
+    def record(self, data, x, index):
+        """D's and D''s weighted, masked record gradients of the differing slot at ``x``."""
+        a = data["hessians"][0] if self.homogeneous else data["hessians"][index]
+        b = data["linears"][0] if self.homogeneous else data["linears"][index]
+        return a @ x - b, data["alt_hessian"] @ x - data["alt_linear"]
+
+    def estimates(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
+        prior = self.model.prior_precision
+        clip = sampler.clip_norm
+        if dense and isinstance(sampler.batching, FullBatch) and clip is None:
+            grad_d = data["sum_hessian_d"] @ x - data["sum_linear_d"]
+            grad_n = data["sum_hessian_n"] @ xp - data["sum_linear_n"]
+            return prior * x + grad_d, prior * xp + grad_n
+        indices = batch.indices
+        hess = self._rows(data["hessians"], indices)
+        lin = self._rows(data["linears"], indices)
+        is_diff = (indices == index)[:, None]
+        hess_n = jnp.where(is_diff[:, :, None], data["alt_hessian"], hess)
+        lin_n = jnp.where(is_diff, data["alt_linear"], lin)
+        grads_d = jnp.einsum("bij,j->bi", hess, x) - lin
+        grads_n = jnp.einsum("bij,j->bi", hess_n, xp) - lin_n
+        sum_d = clip_record_grads(grads_d, batch.weights, clip)
+        sum_n = clip_record_grads(grads_n, batch.weights, clip)
+        return prior * x + batch.scale * sum_d, prior * xp + batch.scale * sum_n
+
+    def gap(self, sampler, x, data, index):
+        g_d, g_n = self.record(data, x, index)
+        return clip_one(g_d, sampler.clip_norm) - clip_one(g_n, sampler.clip_norm)
+
+
+def provider_for(model: Model, pair: NeighbouringPair, kind: str, dtype) -> tuple[Any, dict]:
+    """(provider, its data as numpy arrays in ``dtype``) for ``kind`` "generic" or "quadratic"."""
+    if kind == "quadratic":
+        tables = quadratic_tables(model, pair)
+        return QuadraticGradients(model, tables["hessians"].shape[0] == 1), {k: np.asarray(v, dtype) for k, v in tables.items()}
+    return GenericGradients(model), {"dataset": cast_dataset(pair.dataset, dtype), "neighbour": cast_dataset(pair.neighbour, dtype)}

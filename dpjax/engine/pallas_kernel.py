@@ -1,0 +1,294 @@
+"""The coupled step of a quadratic model in one Pallas kernel: a chunk of steps, state on chip.
+
+On a GPU a coupled step is a few flops per pair, so the XLA loop pays a kernel launch and a
+round trip through memory per fused region per step. Here one program handles a block of
+``BLOCK`` pairs for *every* step of a chunk: positions, path loss, the finite flag and the
+cyclic-order cursor stay in registers; the step's Philox words, batch indices and normal draws
+are computed where they are used (:mod:`.randomness`); the record tables are read by index
+from memory (L2-resident for n up to a few million), or not at all when every record of D is
+the same (paper 000's eq. 7 data). The arithmetic is that of :mod:`.reference` with
+:class:`.gradients.QuadraticGradients`, so both paths agree to rounding (tested on CPU, where
+the kernel runs in Pallas's interpret mode; on a GPU it is lowered to Triton, which the tests
+check on CPU by lowering for CUDA without running).
+
+Supported (:func:`unsupported_reason` says why not otherwise): quadratic models with
+d <= :data:`MAX_DIM`; a constant step size; full batches without clipping (the tables' sums),
+uniform batches with replacement, and cyclic orders (affine or a fixed order), each with or
+without per-record clipping.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..samplers.batching import Cyclic, FullBatch, UniformWithReplacement
+from . import randomness as rng
+from .gradients import QuadraticGradients
+
+BLOCK = 128  # pairs per program (a power of two, as Triton's block shapes must be)
+MAX_DIM = 8
+_SMALL = ("alt_hessian", "alt_linear", "sum_hessian_d", "sum_linear_d", "sum_hessian_n", "sum_linear_n")
+
+
+def unsupported_reason(model, sampler) -> Optional[str]:
+    """None if the kernel runs this model and sampler, else why it does not."""
+    if not QuadraticGradients.supports(model):
+        return "the model is not a quadratic model (dpjax.models.QuadraticModel)"
+    if model.dim > MAX_DIM:
+        return f"dim={model.dim} exceeds the kernel's MAX_DIM={MAX_DIM}"
+    if callable(sampler.step_size):
+        return "a step-size schedule (the kernel takes a constant step size)"
+    scheme = sampler.batching
+    if isinstance(scheme, FullBatch):
+        return None if sampler.clip_norm is None else "full batches with per-record clipping (O(n) per step: use engine='quadratic')"
+    if isinstance(scheme, UniformWithReplacement):
+        return None
+    if isinstance(scheme, Cyclic) and (scheme.order is not None or scheme.order_family == "affine"):
+        return None
+    return f"batching {scheme.name!r}" + (f" with order_family={scheme.order_family!r}" if isinstance(scheme, Cyclic) else "")
+
+
+def _pow2(k: int) -> int:
+    return 1 << max(0, int(k - 1).bit_length())
+
+
+def _pack_small(data: dict, dtype) -> jax.Array:
+    flat = jnp.concatenate([jnp.ravel(data[k]).astype(dtype) for k in _SMALL])
+    return jnp.pad(flat, (0, _pow2(flat.size) - flat.size))
+
+
+def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool, dtype):
+    """The kernel body for one block of pairs (static configuration closed over)."""
+    dd = dim * dim
+    offsets = {}
+    at = 0
+    for name, size in zip(_SMALL, (dd, dim, dd, dim, dd, dim)):
+        offsets[name] = at
+        at += size
+    full = isinstance(scheme, FullBatch)
+    uniform = isinstance(scheme, UniformWithReplacement)
+    fixed_order = isinstance(scheme, Cyclic) and scheme.order is not None
+    b = 0 if full else scheme.batch_size_
+    steps_per_epoch = -(-num_slots // max(b, 1))
+    group = rng.group_steps(dim, dtype)
+
+    def kernel(fparams_ref, iparams_ref, words_ref, order_ref, x_ref, xp_ref, loss_ref, finite_ref, hess_ref, lin_ref, small_ref, table_ref,
+               x_out, xp_out, loss_out, finite_out):
+        drift, noise_std, prior, clip = fparams_ref[0], fparams_ref[1], fparams_ref[2], fparams_ref[3]
+        start, count, index = iparams_ref[0], iparams_ref[1], iparams_ref[2]
+        k0, k1 = words_ref[0, :], words_ref[1, :]
+        multiplier, offset = order_ref[0, :], order_ref[1, :]
+        # loop-invariant coefficients, read once per program
+        small = {name: [small_ref[offsets[name] + i] for i in range(size)] for name, size in zip(_SMALL, (dd, dim, dd, dim, dd, dim))}
+        if homogeneous:
+            row_hessian = [hess_ref[e] for e in range(dd)]
+            row_linear = [lin_ref[r] for r in range(dim)]
+        else:
+            index_hessian = [hess_ref[index * dd + e] for e in range(dd)]
+            index_linear = [lin_ref[index * dim + r] for r in range(dim)]
+
+        def affine_map(hessian, linear, x):  # H x - h for a (d, d) row-major list and a d list
+            return [sum(hessian[r * dim + c] * x[c] for c in range(dim)) - linear[r] for r in range(dim)]
+
+        def record_grad(rows, x):
+            """A_i x - b_i for the records at int vector ``rows`` (homogeneous: the one row, no gather)."""
+            if homogeneous:
+                return affine_map(row_hessian, row_linear, x)
+            return affine_map([hess_ref[rows * dd + e] for e in range(dd)], [lin_ref[rows * dim + r] for r in range(dim)], x)
+
+        def clipped(g):
+            if not has_clip:
+                return g
+            norm = jnp.sqrt(sum(gc * gc for gc in g))
+            factor = jnp.minimum(1.0, clip / jnp.where(norm > 0, norm, 1.0))
+            return [gc * factor for gc in g]
+
+        def alt_grad(x):
+            return affine_map(small["alt_hessian"], small["alt_linear"], x)
+
+        def record_at_index(x):
+            if homogeneous:
+                return affine_map(row_hessian, row_linear, x)
+            return affine_map(index_hessian, index_linear, x)
+
+        # the cursor of an affine order at the chunk's first step (see Cyclic.start)
+        def affine_cursor(step):
+            position = lax.rem(step, jnp.int32(steps_per_epoch)) * b
+            return _mulmod_vector(multiplier, position, num_slots, offset)
+
+        def batch_sums(step, x, xp, cursor):
+            """sum_j w_j clip(g_j(x; D)), the same on D' at xp, hits, scale, next cursor."""
+            if full:
+                sum_d = affine_map(small["sum_hessian_d"], small["sum_linear_d"], x)
+                sum_n = affine_map(small["sum_hessian_n"], small["sum_linear_n"], xp)
+                return sum_d, sum_n, jnp.ones_like(x[0]), jnp.ones_like(x[0]), cursor
+            # lax.rem / bit operations on non-negative ints: jnp's floored % and // bring bool
+            # arithmetic that Triton's lowering mistypes
+            first_position = lax.rem(step, jnp.int32(steps_per_epoch)) * b
+            zeros = [jnp.zeros_like(x[0]) for _ in range(dim)]
+
+            def one(j, carry):
+                sum_d, sum_n, hits, used, record = carry
+                if uniform:
+                    w0, w1, w2, w3 = rng.draw_block(k0, k1, step, rng.BATCH, lax.shift_right_logical(j, jnp.int32(1)))
+                    even = lax.bitwise_and(j, jnp.int32(1)) == 0
+                    rows = rng.uniform_index(jnp.where(even, w0, w2), jnp.where(even, w1, w3), num_slots)
+                    weight = jnp.ones_like(x[0])
+                else:
+                    valid = first_position + j < num_slots
+                    # selects, not bool -> float conversions (which Triton's lowering mistypes)
+                    weight = jnp.where(valid, jnp.ones_like(x[0]), jnp.zeros_like(x[0]))
+                    if fixed_order:
+                        rows = jnp.full(x[0].shape, table_ref[jnp.where(valid, first_position + j, 0)], jnp.int32)
+                    else:
+                        rows = jnp.where(valid, record, 0)
+                is_diff = rows == index
+                g_d = clipped(record_grad(rows, x))
+                g_alt_n = clipped(alt_grad(xp))
+                g_n = clipped(record_grad(rows, xp))
+                g_n = [jnp.where(is_diff, a, c) for a, c in zip(g_alt_n, g_n)]
+                sum_d = [s + weight * g for s, g in zip(sum_d, g_d)]
+                sum_n = [s + weight * g for s, g in zip(sum_n, g_n)]
+                hits = hits + jnp.where(is_diff, weight, jnp.zeros_like(weight))
+                nxt = record + multiplier
+                return sum_d, sum_n, hits, used + weight, jnp.where(nxt >= num_slots, nxt - num_slots, nxt)
+
+            init = (zeros, zeros, jnp.zeros_like(x[0]), jnp.zeros_like(x[0]), cursor)
+            sum_d, sum_n, hits, used, last = lax.fori_loop(jnp.int32(0), jnp.int32(b), one, init)
+            if uniform:
+                scale = jnp.full_like(x[0], num_slots / b)
+                return sum_d, sum_n, hits, scale, cursor
+            scale = num_slots / used
+            epoch_ends = lax.rem(step + 1, jnp.int32(steps_per_epoch)) == 0
+            return sum_d, sum_n, hits, scale, jnp.where(epoch_ends, offset, last)
+
+        def one_step(step, carry, z):
+            x, xp, loss, finite, cursor = carry
+            sum_d, sum_n, hits, scale, cursor = batch_sums(step, x, xp, cursor)
+            g_idx = clipped(record_at_index(x))
+            g_alt = clipped(alt_grad(x))
+            delta = [(-drift * scale * hits) * (a - c) for a, c in zip(g_idx, g_alt)]
+            loss = loss + (sum(dl * dl for dl in delta) / (2 * noise_std * noise_std) + sum(dl * zc for dl, zc in zip(delta, z)) / noise_std)
+            new_x = [xc - drift * (prior * xc + scale * sc) + noise_std * zc for xc, sc, zc in zip(x, sum_d, z)]
+            new_xp = [xc - drift * (prior * xc + scale * sc) + noise_std * zc for xc, sc, zc in zip(xp, sum_n, z)]
+            ok = jnp.isfinite(loss)
+            for v in new_x + new_xp:
+                ok = ok & jnp.isfinite(v)
+            finite = jnp.where(ok, finite, jnp.zeros_like(finite))
+            return new_x, new_xp, loss, finite, cursor
+
+        def single(step, carry):
+            return one_step(step, carry, rng.step_normals(k0, k1, step, dim, dtype))
+
+        # whole Philox blocks of normals per group of steps on the absolute grid (as reference.advance)
+        def grouped(i, carry):
+            first = first_group + i * group
+            for u, z in enumerate(rng.group_normals(k0, k1, first, group, dim, dtype)):
+                carry = one_step(first + u, carry, z)
+            return carry
+
+        x = [x_ref[c, :] for c in range(dim)]
+        xp = [xp_ref[c, :] for c in range(dim)]
+        cursor = affine_cursor(start) if (isinstance(scheme, Cyclic) and not fixed_order) else jnp.zeros_like(k0, dtype=jnp.int32)
+        stop = start + count
+        first_group = jnp.minimum(lax.div(start + (group - 1), jnp.int32(group)) * group, stop)
+        num_groups = lax.div(stop - first_group, jnp.int32(group))
+        carry = (x, xp, loss_ref[...], finite_ref[...], cursor)
+        carry = lax.fori_loop(start, first_group, single, carry)
+        carry = lax.fori_loop(jnp.int32(0), num_groups, grouped, carry)
+        x, xp, loss, finite, _ = lax.fori_loop(first_group + num_groups * group, stop, single, carry)
+        for c in range(dim):
+            x_out[c, :] = x[c]
+            xp_out[c, :] = xp[c]
+        for c in range(dim, x_out.shape[0]):  # padding rows of the coordinate axis stay as they came
+            x_out[c, :] = x_ref[c, :]
+            xp_out[c, :] = xp_ref[c, :]
+        loss_out[...] = loss
+        finite_out[...] = finite
+
+    return kernel
+
+
+def _mulmod_vector(a, position, n: int, offset):
+    """(a * position + offset) mod n for int32 vectors a, offset and a scalar position < n."""
+    from ..samplers.permutation import mulmod
+
+    return mulmod(a, jnp.broadcast_to(position, a.shape), n, addend=offset)
+
+
+def _pallas_call(kernel, padded: int, dpad: int, dtype, sizes: dict, interpret: bool):
+    from jax.experimental import pallas as pl
+
+    per_pair = lambda rows: pl.BlockSpec((rows, BLOCK), lambda i: (0, i))
+    vector = pl.BlockSpec((BLOCK,), lambda i: (i,))
+    whole = lambda k: pl.BlockSpec((k,), lambda i: (0,))
+    anywhere = pl.BlockSpec(memory_space=pl.ANY)
+    in_specs = [whole(8), whole(8), per_pair(2), per_pair(2), per_pair(dpad), per_pair(dpad), vector, vector, anywhere, anywhere, anywhere, anywhere]
+    out_specs = [per_pair(dpad), per_pair(dpad), vector, vector]
+    out_shape = [
+        jax.ShapeDtypeStruct((dpad, padded), dtype),
+        jax.ShapeDtypeStruct((dpad, padded), dtype),
+        jax.ShapeDtypeStruct((padded,), dtype),
+        jax.ShapeDtypeStruct((padded,), jnp.int32),
+    ]
+    params = {}
+    if not interpret:
+        from jax.experimental.pallas import triton as plt
+
+        params["compiler_params"] = plt.CompilerParams(num_warps=4, num_stages=1)
+    return pl.pallas_call(kernel, out_shape=out_shape, grid=(padded // BLOCK,), in_specs=in_specs, out_specs=out_specs, interpret=interpret, name="dpjax_coupled_quadratic", **params)
+
+
+def _local_advance(fparams, iparams, words, order, x, xp, loss, finite, hess, lin, small, table, *, kernel, dtype, interpret):
+    """Run the kernel on this device's pairs (padded to a multiple of BLOCK, padding dropped)."""
+    k = x.shape[1]
+    padded = -(-k // BLOCK) * BLOCK
+    pad = lambda v: jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, padded - k)])
+    call = _pallas_call(kernel, padded, x.shape[0], dtype, {}, interpret)
+    outs = call(fparams, iparams, pad(words), pad(order), pad(x), pad(xp), pad(loss), pad(finite), hess, lin, small, table)
+    return tuple(o[..., :k] for o in outs)
+
+
+@functools.partial(jax.jit, static_argnames=("provider", "num_slots", "mesh", "interpret"))
+def advance(sampler, data, index, keys, state, start, count, *, provider, num_slots: int, mesh, interpret: Optional[bool] = None):
+    """Steps start, ..., start + count - 1 of every pair, in the Pallas kernel (see the module
+    docstring); the same contract as :func:`dpjax.engine.reference.advance`."""
+    if interpret is None:
+        interpret = jax.default_backend() == "cpu"
+    dtype = state.position.dtype
+    dim = state.position.shape[1]
+    dpad = _pow2(dim)
+    scheme = sampler.batching
+    drift, noise_std = sampler.coefficients(jnp.asarray(0, jnp.int32), dtype)
+    clip = jnp.asarray(0.0 if sampler.clip_norm is None else sampler.clip_norm, dtype)
+    fparams = jnp.stack([drift, noise_std, jnp.asarray(provider.model.prior_precision, dtype), clip] + [jnp.zeros((), dtype)] * 4)
+    iparams = jnp.stack([jnp.asarray(start, jnp.int32), jnp.asarray(count, jnp.int32), jnp.asarray(index, jnp.int32)] + [jnp.zeros((), jnp.int32)] * 5)
+    words = keys.words.T
+    if isinstance(scheme, Cyclic) and scheme.order is None:
+        order = jnp.stack([keys.batching.multiplier, keys.batching.offset]).astype(jnp.int32)
+    else:
+        order = jnp.zeros((2, words.shape[1]), jnp.int32)
+    table = jnp.asarray(scheme.order, jnp.int32) if (isinstance(scheme, Cyclic) and scheme.order is not None) else jnp.zeros((1,), jnp.int32)
+    hess = jnp.ravel(data["hessians"]).astype(dtype)
+    lin = jnp.ravel(data["linears"]).astype(dtype)
+    small = _pack_small(data, dtype)
+    x = jnp.pad(state.position.T, ((0, dpad - dim), (0, 0)))
+    xp = jnp.pad(state.neighbour_position.T, ((0, dpad - dim), (0, 0)))
+    kernel = _kernel(dim, num_slots, scheme, provider.homogeneous, sampler.clip_norm is not None, dtype)
+    local = functools.partial(_local_advance, kernel=kernel, dtype=dtype, interpret=interpret)
+    args = (fparams, iparams, words, order, x, xp, state.path_loss, state.finite.astype(jnp.int32), hess, lin, small, table)
+    if mesh is not None and mesh.size > 1:
+        from jax.sharding import PartitionSpec as P
+
+        pairs, rows = P("chains"), P(None, "chains")
+        specs = (P(), P(), rows, rows, rows, rows, pairs, pairs, P(), P(), P(), P())
+        local = jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=(rows, rows, pairs, pairs), check_vma=False)
+    new_x, new_xp, loss, finite = local(*args)
+    from .reference import PairState
+
+    return PairState(new_x[:dim].T, new_xp[:dim].T, loss, finite.astype(bool))

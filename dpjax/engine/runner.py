@@ -1,0 +1,278 @@
+"""The one loop that runs coupled chain pairs: paths, chunks, recordings, checkpoints, hosts.
+
+:func:`run_pairs` is what :func:`dpjax.run_coupled`, :func:`dpjax.audit` and every sweep point
+call. It
+
+* chooses an engine path (:data:`ENGINES`): ``"reference"`` (any model: autodiff record
+  gradients, XLA loop), ``"quadratic"`` (closed-form tables of a quadratic model, XLA loop) or
+  ``"pallas"`` (the quadratic step in a Pallas kernel, every step of a chunk with the pairs'
+  state in registers; GPU, or interpret mode on CPU). ``"auto"``: Pallas on a GPU where the
+  run is supported, else quadratic where the model allows, else reference. Every path draws
+  the same random numbers (:mod:`.randomness`) and computes the same step, so they agree to
+  rounding (tested);
+* lays the pairs out over a mesh with a "chains" axis (all devices of all processes by
+  default; datasets replicated), padding K to a multiple of the device count (padding pairs
+  have the next ids, so they never change a real pair's numbers) and dropping the padding;
+* runs the steps in chunks that end at every recorded step, every checkpoint and every
+  ``chunk_size`` steps; compiled programs are module-level and keyed by shapes and structure,
+  so a second run with new values reuses them;
+* saves and resumes checkpoints (the leader reads and writes, every process gets the values),
+  bit-identical to an uninterrupted run because step t of pair k depends on (seed, k, t) and
+  the state only.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, NamedTuple, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from ..data import NeighbouringPair
+from ..models.base import Model
+from ..samplers.kernel import LangevinSampler
+from . import hosts, randomness, reference
+from .gradients import QuadraticGradients, provider_for
+
+ENGINES = ("auto", "reference", "quadratic", "pallas")
+CHECKPOINT_KEYS = ("step", "position", "neighbour_position", "path_loss", "finite", "num_recorded", "rec_position", "rec_neighbour_position", "rec_path_loss")
+
+
+class Recording(NamedTuple):
+    """What a run recorded (host numpy, on every process).
+
+    steps (R,); positions, neighbour_positions (R, K, d); path_loss (R, K); finite (K,);
+    timings: compile_seconds, run_seconds, resumed_from_step, num_devices, num_processes, engine, unroll.
+    """
+
+    steps: np.ndarray
+    positions: np.ndarray
+    neighbour_positions: np.ndarray
+    path_loss: np.ndarray
+    finite: np.ndarray
+    timings: dict
+
+
+def default_mesh() -> Mesh:
+    """All devices of all processes on one "chains" axis."""
+    return Mesh(np.array(jax.devices()), ("chains",))
+
+
+def check_mesh(mesh: Optional[Mesh]) -> Mesh:
+    if mesh is None:
+        return default_mesh()
+    if not isinstance(mesh, Mesh) or "chains" not in mesh.axis_names:
+        raise ValueError(f"mesh={mesh!r} must be a jax.sharding.Mesh with an axis named 'chains'")
+    return mesh
+
+
+def pallas_supports(model: Model, sampler: LangevinSampler) -> Optional[str]:
+    """None if the Pallas kernel can run this model and sampler, else the reason it cannot."""
+    from . import pallas_kernel
+
+    return pallas_kernel.unsupported_reason(model, sampler)
+
+
+def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
+    """The engine path ``engine`` resolves to (see the module docstring); raises ``ValueError``
+    naming the reason when an explicit choice cannot run this model and sampler."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r} is not one of {list(ENGINES)}")
+    quadratic = QuadraticGradients.supports(model)
+    if engine == "auto":
+        if quadratic and jax.default_backend() == "gpu" and pallas_supports(model, sampler) is None:
+            return "pallas"
+        return "quadratic" if quadratic else "reference"
+    if engine in ("quadratic", "pallas") and not quadratic:
+        raise ValueError(f"engine={engine!r} needs a quadratic model (dpjax.models.QuadraticModel, e.g. bayesian_linear_regression); {getattr(model, 'name', model)!r} is not one")
+    if engine == "pallas":
+        reason = pallas_supports(model, sampler)
+        if reason is not None:
+            raise ValueError(f"engine='pallas' cannot run this sampler: {reason}")
+    return engine
+
+
+def default_unroll() -> int:
+    """Steps per loop iteration of the XLA paths: 8 on accelerators (XLA fuses the unrolled
+    steps into one kernel), 1 on CPU (where unrolling only lengthens compilation)."""
+    return 1 if jax.default_backend() == "cpu" else 8
+
+
+def _global(array: np.ndarray, sharding) -> jax.Array:
+    return jax.make_array_from_callback(array.shape, sharding, lambda idx: array[idx])
+
+
+def run_pairs(
+    seed: int,
+    model: Model,
+    pair: NeighbouringPair,
+    sampler: LangevinSampler,
+    *,
+    num_pairs: int,
+    num_steps: int,
+    record_steps: Sequence[int],
+    init=None,
+    dtype=jnp.float64,
+    mesh: Optional[Mesh] = None,
+    chunk_size: int = 1000,
+    checkpoint_every: Optional[int] = None,
+    load_checkpoint: Callable[[], Optional[dict]] = lambda: None,
+    save_checkpoint: Callable[[dict], None] = lambda arrays: None,
+    progress: Optional[Callable[[int], None]] = None,
+    engine: str = "auto",
+    unroll: Optional[int] = None,
+) -> Recording:
+    """Run ``num_pairs`` coupled pairs for ``num_steps`` steps, recording at ``record_steps``
+    (sorted, distinct, in [0, num_steps]); arguments are validated by the caller.
+
+    init: None (zeros), a (d,) or (K, d) array, or a callable key -> (d,) given each pair's
+    fold_in(pair key, 2). load_checkpoint: returns a checkpoint dict (keys
+    :data:`CHECKPOINT_KEYS`) or None, called on the leader only. save_checkpoint: called on the
+    leader with such a dict every ``checkpoint_every`` steps. progress: called with each step count done.
+    """
+    dtype = jnp.dtype(dtype)
+    path = choose_engine(engine, model, sampler)
+    with jax.enable_x64(dtype == jnp.dtype(jnp.float64)):
+        return _run(seed, model, pair, sampler, num_pairs, num_steps, np.asarray(record_steps, np.int64), init, dtype, check_mesh(mesh),
+                    chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll or default_unroll())
+
+
+def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, mesh, chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll):
+    n, dim, index = pair.dataset.num_slots, model.dim, pair.index
+    num_devices = int(mesh.shape["chains"])
+    padded = num_devices * math.ceil(num_pairs / num_devices)
+    chains = NamedSharding(mesh, PartitionSpec("chains"))
+    replicated = NamedSharding(mesh, PartitionSpec())
+
+    provider, host_data = provider_for(model, pair, "generic" if path == "reference" else "quadratic", dtype)
+    data = jax.device_put(host_data, replicated)
+    index_arg = jnp.asarray(index, jnp.int32)
+    sampler_arg = _sampler_leaves(sampler, dtype)
+
+    compile_start = time.perf_counter()
+    root = jax.random.key(int(seed))
+    chain_ids = _global(np.arange(padded, dtype=np.uint32), chains)
+    chain_keys, keys = reference.chain_setup(sampler_arg, root, chain_ids, num_slots=n)
+    x0 = _start(init, chain_keys, num_pairs, padded, dim, dtype, chains)
+    state = reference.PairState(x0, x0, _global(np.zeros(padded, dtype), chains), _global(np.ones(padded, bool), chains))
+
+    if path == "pallas":
+        from . import pallas_kernel
+
+        advance = lambda st, start, count: pallas_kernel.advance(sampler_arg, data, index_arg, keys, st, start, count, provider=provider, num_slots=n, mesh=mesh)
+    else:
+        advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider, num_slots=n, unroll=unroll)
+    zero = jnp.asarray(0, jnp.int32)
+    jax.block_until_ready(advance(state, zero, zero))  # compiles on a first run, reuses after
+    compile_seconds = time.perf_counter() - compile_start
+
+    num_rec = len(steps)
+    rec_x = np.zeros((num_rec, num_pairs, dim), dtype)
+    rec_xp = np.zeros_like(rec_x)
+    rec_loss = np.zeros((num_rec, num_pairs), dtype)
+    recorded = current = 0
+
+    # --- resume: the leader reads, every process gets its values ----------------------------
+    ckpt = load_checkpoint() if hosts.is_leader() else None
+    has = int(hosts.from_leader(np.array([ckpt is not None and int(ckpt["step"]) <= num_steps], np.int32))[0])
+    if has:
+        if not hosts.is_leader():
+            ckpt = _empty_checkpoint(num_pairs, dim, dtype, rec_x, rec_xp, rec_loss)
+        ckpt = {k: hosts.from_leader(np.asarray(ckpt[k])) for k in CHECKPOINT_KEYS}
+        current, recorded = int(ckpt["step"]), int(ckpt["num_recorded"])
+        rec_x, rec_xp, rec_loss = ckpt["rec_position"].astype(dtype), ckpt["rec_neighbour_position"].astype(dtype), ckpt["rec_path_loss"].astype(dtype)
+        fresh = [hosts.to_host(leaf) for leaf in state]
+
+        def padded_from(saved, fresh_full):
+            full = np.array(fresh_full)  # padding pairs restart from the fresh state: they are dropped anyway
+            full[:num_pairs] = saved
+            return _global(full, chains)
+
+        state = reference.PairState(*(padded_from(ckpt[k].astype(f.dtype), f) for k, f in zip(("position", "neighbour_position", "path_loss", "finite"), fresh)))
+    resumed_from = current
+    if progress is not None and current:
+        progress(current)
+
+    def record_here():
+        nonlocal recorded
+        while recorded < num_rec and steps[recorded] == current:
+            rec_x[recorded] = hosts.to_host(state.position)[:num_pairs]
+            rec_xp[recorded] = hosts.to_host(state.neighbour_position)[:num_pairs]
+            rec_loss[recorded] = hosts.to_host(state.path_loss)[:num_pairs]
+            recorded += 1
+
+    def save():
+        host = [hosts.to_host(leaf)[:num_pairs] for leaf in state]
+        if hosts.is_leader():
+            save_checkpoint(dict(
+                step=np.asarray(current, np.int64), num_recorded=np.asarray(recorded, np.int64),
+                position=host[0], neighbour_position=host[1], path_loss=host[2], finite=host[3],
+                rec_position=rec_x, rec_neighbour_position=rec_xp, rec_path_loss=rec_loss,
+            ))
+
+    run_start = time.perf_counter()
+    last_saved = current
+    while True:
+        record_here()
+        if current >= num_steps:
+            break
+        target = min(num_steps, current + chunk_size)
+        if recorded < num_rec:
+            target = min(target, int(steps[recorded]))
+        if checkpoint_every is not None:
+            target = min(target, (current // checkpoint_every + 1) * checkpoint_every)
+        count = target - current
+        state = advance(state, jnp.asarray(current, jnp.int32), jnp.asarray(count, jnp.int32))
+        current = target
+        if progress is not None:
+            progress(count)
+        if checkpoint_every is not None and current < num_steps and current - last_saved >= checkpoint_every:
+            record_here()  # so that the checkpoint holds a recording made at this step
+            save()
+            last_saved = current
+    finite = hosts.to_host(state.finite)[:num_pairs].copy()
+    run_seconds = time.perf_counter() - run_start
+    timings = dict(
+        compile_seconds=compile_seconds,
+        run_seconds=run_seconds,
+        resumed_from_step=resumed_from,
+        num_devices=num_devices,
+        num_processes=hosts.process_count(),
+        engine=path,
+        unroll=unroll if path != "pallas" else None,
+    )
+    return Recording(steps.copy(), rec_x, rec_xp, rec_loss, finite, timings)
+
+
+def _sampler_leaves(sampler: LangevinSampler, dtype) -> LangevinSampler:
+    """The sampler with its float leaves as arrays of ``dtype``: Python floats would be weakly
+    typed, and a float32 run must not be promoted by a float64 step size."""
+    return jax.tree.map(lambda v: np.asarray(v, dtype) if isinstance(v, float) else v, sampler)
+
+
+def _start(init, chain_keys, num_pairs: int, padded: int, dim: int, dtype, chains) -> jax.Array:
+    """The pairs' shared start (padded, d): zeros, a given point or points, or init(key) per pair."""
+    if callable(init):
+        # evaluated eagerly (op by op): a new callable never compiles a new program
+        x0 = jax.vmap(lambda k: jnp.asarray(init(jax.random.fold_in(k, randomness.INIT_TAG))).astype(dtype))(chain_keys)
+        return jax.device_put(x0, chains)
+    if init is None:
+        return _global(np.zeros((padded, dim), dtype), chains)
+    x0 = np.asarray(init, dtype)
+    if x0.ndim == 1:
+        x0 = np.broadcast_to(x0, (padded, dim))
+    else:
+        x0 = np.concatenate([x0, np.zeros((padded - num_pairs, dim), dtype)])  # padding pairs start at 0
+    return _global(np.ascontiguousarray(x0), chains)
+
+
+def _empty_checkpoint(num_pairs, dim, dtype, rec_x, rec_xp, rec_loss) -> dict:
+    return {
+        "step": np.zeros((), np.int64), "num_recorded": np.zeros((), np.int64),
+        "position": np.zeros((num_pairs, dim), dtype), "neighbour_position": np.zeros((num_pairs, dim), dtype),
+        "path_loss": np.zeros((num_pairs,), dtype), "finite": np.zeros((num_pairs,), bool),
+        "rec_position": rec_x, "rec_neighbour_position": rec_xp, "rec_path_loss": rec_loss,
+    }

@@ -1,0 +1,254 @@
+"""The coupled engine (dpjax.engine): counter-based randomness, paths that agree, no recompiles,
+and a Pallas kernel that runs on CPU (interpret mode) and lowers to Triton for CUDA.
+
+Randomness is checked against independent references: the Random123 known-answer vectors of
+Philox4x32-10, Python's exact integers, numpy's sine and cosine, and KS tests at p > 1e-4 (a
+significance level, fixed seeds). The three engine paths draw the same random numbers and
+compute the same step in a different arithmetic order, so they must agree to rounding.
+"""
+import copy
+import fractions
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpjax
+from dpjax import samplers
+from dpjax.engine import pallas_kernel, randomness as rng, reference, runner
+from dpjax.engine.gradients import provider_for
+from dpjax.models import bayesian_linear_regression
+
+P_THRESHOLD = 1e-4
+# Random123 tests/kat_vectors, "philox4x32 10" lines: counter, key, expected output
+PHILOX_KAT = [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0), (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+]
+
+
+@pytest.mark.parametrize("x64", [True, False])
+def test_philox_matches_the_random123_known_answers(x64):
+    with jax.enable_x64(x64):
+        for counter, key, expected in PHILOX_KAT:
+            out = rng.philox4x32(tuple(jnp.uint32(k) for k in key), tuple(jnp.uint32(c) for c in counter))
+            assert tuple(int(o) for o in out) == expected
+
+
+def test_64_bit_word_arithmetic_is_exact_with_and_without_x64():
+    rs = np.random.default_rng(0)
+    high, low = (rs.integers(0, 2**32, 500, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    rates = np.concatenate([rs.uniform(0, 1, 200), [1e-12, 0.5, 1 - 2**-40, 1.0]])
+    results = {}
+    for x64 in (True, False):
+        with jax.enable_x64(x64):
+            hi, lo = rng.mul_wide(jnp.asarray(high), jnp.asarray(low))
+            idx = rng.uniform_index(jnp.asarray(high), jnp.asarray(low), 1_149_019)
+            results[x64] = (np.asarray(hi), np.asarray(lo), np.asarray(idx))
+            if x64:  # float64 rates: the threshold is floor(q 2^64) exactly
+                for q in rates:
+                    t_hi, t_lo = rng.inclusion_threshold(jnp.float64(q))
+                    if q < 1:
+                        assert (int(t_hi) << 32 | int(t_lo)) == math.floor(fractions.Fraction(float(q)) * 2**64)
+                words = rng.bernoulli(jnp.asarray(high[:4]), jnp.asarray(low[:4]), jnp.float64(1.0))
+                assert np.all(np.asarray(words))
+    for a, b in zip(results[True], results[False]):
+        assert np.array_equal(a, b)
+    hi, lo, idx = results[True]
+    for h, l, i, H, L in zip(high, low, idx, hi, lo):
+        assert int(h) * int(l) == (int(H) << 32 | int(L))
+        assert ((int(h) << 32 | int(l)) * 1_149_019) >> 64 == int(i)
+
+
+def test_exact_quadrant_sine_and_cosine():
+    with jax.enable_x64(True):
+        w = jnp.asarray(np.random.default_rng(1).integers(0, 2**32, 20_000, dtype=np.uint64).astype(np.uint32))
+        cos, sin = rng._sincos_turn(w, 32, jnp.float64)
+    angle = 2 * np.pi * (np.asarray(w, np.float64) + 0.5) / 2**32
+    np.testing.assert_allclose(np.asarray(cos), np.cos(angle), rtol=0, atol=2e-15)
+    np.testing.assert_allclose(np.asarray(sin), np.sin(angle), rtol=0, atol=2e-15)
+
+
+@pytest.mark.parametrize("dim", [1, 3])
+def test_normal_draws_are_standard_normal_and_grouping_changes_nothing(dim):
+    with jax.enable_x64(True):
+        words = jax.vmap(rng.chain_words)(jax.random.split(jax.random.key(2), 50_000))
+        for dtype in (jnp.float64, jnp.float32):
+            z = np.asarray(rng.normals(words, 11, dim, dtype), np.float64)
+            assert z.shape == (50_000, dim)
+            for c in range(dim):
+                assert stats.kstest(z[:, c], "norm").pvalue > P_THRESHOLD
+            # consecutive steps of one chain: independent standard normals too
+            steps = np.asarray(jax.vmap(lambda t: rng.normals(words[:2000], t, dim, dtype))(jnp.arange(25)), np.float64)
+            assert stats.kstest(steps.ravel(), "norm").pvalue > P_THRESHOLD
+            assert abs(np.corrcoef(steps[:-1].ravel(), steps[1:].ravel())[0, 1]) < 5 / np.sqrt(steps[1:].size)
+            if dtype == jnp.float32:
+                wide = np.asarray(rng.normals(words[:100], 11, dim, dtype))
+            group = rng.group_steps(dim, dtype)
+            k0, k1 = words[:64, 0], words[:64, 1]
+            for first in (0, 4 * group):
+                rows = rng.group_normals(k0, k1, first, 2 * group, dim, dtype)
+                for t, row in enumerate(rows):
+                    single = rng.step_normals(k0, k1, first + t, dim, dtype)
+                    assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(row, single))
+    with jax.enable_x64(False):  # float32 runs need no 64-bit mode and draw the same numbers
+        narrow = np.asarray(rng.normals(jax.vmap(rng.chain_words)(jax.random.split(jax.random.key(2), 100)), 11, dim, jnp.float32))
+    assert np.array_equal(narrow, wide)
+
+
+def _pairs(dim, homogeneous):
+    rs = np.random.default_rng(dim)
+    n = 23
+    with jax.enable_x64(True):
+        if homogeneous:  # paper 000's eq. 7 shape: every record of D the same
+            data = dpjax.make_dataset(x=np.full((n, dim), 1.8), y=np.full(n, 4.0))
+            return dpjax.replace_one(data, 0, {"x": np.full(dim, 0.9), "y": np.array(2.0)})
+        x, y = rs.normal(size=(n, dim)), rs.normal(size=n)
+        return dpjax.replace_one(dpjax.make_dataset(x=x, y=y), 4, {"x": x[4] + 2.0, "y": np.array(y[4] - 3.0)})
+
+
+ENGINE_CASES = [
+    # dim, homogeneous data, sampler, dtype
+    (1, True, samplers.cyclic_sgld(0.002), jnp.float64),
+    (2, False, samplers.sgld(0.002, batching="uniform", batch_size=3, clip_norm=0.5), jnp.float32),
+    (3, False, samplers.ula(0.001), jnp.float64),
+    (1, False, samplers.cyclic_sgld(0.002, batch_size=5, order=np.random.default_rng(0).permutation(23)), jnp.float64),
+]
+
+
+@pytest.mark.parametrize("dim,homogeneous,sampler,dtype", ENGINE_CASES)
+def test_engine_paths_give_the_same_numbers(dim, homogeneous, sampler, dtype):
+    """reference (autodiff), quadratic (closed-form tables) and pallas (interpret mode here)
+    agree to rounding; 130 pairs exercise the kernel's padding, record steps 7 and 40 its
+    unaligned chunk starts."""
+    model = bayesian_linear_regression(1.0, 0.5, dim=dim)
+    pair = _pairs(dim, homogeneous)
+    kw = dict(num_pairs=130, num_steps=40, record_steps=[7, 40], progress=False, init=lambda k: jax.random.normal(k, (dim,)), dtype=dtype)
+    runs = {e: dpjax.run_coupled(3, model, pair, sampler, engine=e, **kw) for e in ("reference", "quadratic", "pallas")}
+    ref = runs["reference"]
+    tol = 1e-12 if dtype == jnp.float64 else 1e-5
+    assert ref.num_nonfinite == 0 and ref.config["engine"] == "reference"
+    for e in ("quadratic", "pallas"):
+        got = runs[e]
+        assert got.config["engine"] == e
+        np.testing.assert_allclose(got.positions, ref.positions, rtol=tol, atol=tol)
+        np.testing.assert_allclose(got.neighbour_positions, ref.neighbour_positions, rtol=tol, atol=tol)
+        np.testing.assert_allclose(got.path_loss, ref.path_loss, rtol=tol, atol=tol)
+        assert np.array_equal(got.finite, ref.finite)
+    assert np.abs(ref.path_loss[-1]).max() > 0  # the differing record was used: the loss is exercised
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_pallas_kernel_lowers_to_triton_for_cuda(case):
+    """What a GPU run compiles, checked here without a GPU: JAX lowers the kernel for CUDA
+    (Pallas -> Triton IR) on the CPU; an unsupported primitive or a mistyped op fails here."""
+    from jax import export
+
+    dim, homogeneous, sampler, dtype = ENGINE_CASES[case]
+    model = bayesian_linear_regression(1.0, 0.5, dim=dim)
+    pair = _pairs(dim, homogeneous)
+    with jax.enable_x64(dtype == jnp.float64):
+        provider, data = provider_for(model, pair, "quadratic", dtype)
+        _, keys = reference.chain_setup(sampler, jax.random.key(0), jnp.arange(256, dtype=jnp.uint32), num_slots=23)
+        state = reference.PairState(jnp.zeros((256, dim), dtype), jnp.zeros((256, dim), dtype), jnp.zeros(256, dtype), jnp.ones(256, bool))
+        fn = jax.jit(lambda *a: pallas_kernel.advance(*a, provider=provider, num_slots=23, mesh=None, interpret=False))
+        exported = export.export(fn, platforms=["cuda"], disabled_checks=[export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(
+            sampler, data, jnp.int32(0), keys, state, jnp.int32(0), jnp.int32(10)
+        )
+    assert exported.mlir_module().count("__gpu$xla.gpu.triton") == 1
+
+
+class _CompileCounter:
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            self.count += 1
+
+
+def _count_compiles(fn):
+    counter = _CompileCounter()
+    jax.monitoring.register_event_duration_secs_listener(counter)
+    try:
+        fn()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(counter)
+    return counter.count
+
+
+@pytest.mark.parametrize("engine", ["reference", "quadratic"])
+def test_a_repeated_run_compiles_nothing_when_only_values_change(engine):
+    """New seed, step size, data values, start point and init callable: zero compilations."""
+    model = bayesian_linear_regression(1.0, 0.5, dim=2)
+    rs = np.random.default_rng(5)
+
+    def run(seed, step_size, shift, start):
+        with jax.enable_x64(True):
+            x, y = rs.normal(size=(9, 2)) + shift, rs.normal(size=9)
+            pair = dpjax.replace_one(dpjax.make_dataset(x=x, y=y), 2, {"x": x[2] + 1.0, "y": np.array(y[2])})
+        init = (lambda k: start + jax.random.normal(k, (2,))) if callable(start) or seed % 2 else np.full(2, start)
+        return dpjax.run_coupled(seed, model, pair, samplers.cyclic_sgld(step_size, batch_size=2), num_pairs=50, num_steps=30,
+                                 record_steps=[10, 30], progress=False, engine=engine, init=init)
+
+    run(0, 0.01, 0.0, 0.5)  # compiles
+    run(1, 0.01, 0.0, 0.5)  # callable init: its first eager call compiles its primitives
+    assert _count_compiles(lambda: run(2, 0.02, 1.0, -0.3)) == 0
+    assert _count_compiles(lambda: run(3, 0.005, -2.0, 1.5)) == 0
+
+
+def test_sweep_points_of_the_same_shapes_share_compiled_programs():
+    from dpjax.sweep import config as C
+    from dpjax.sweep.chains import run_pairs
+    from dpjax.sweep.runner import build_checked
+
+    raw = {
+        "seed": 5,
+        "model": {"name": "bayesian_linear_regression", "dim": 2},
+        "data": {"generator": "regression", "n": 8, "seed": 2, "record": {"x": [3.0, -3.0], "y": 5.0}},
+        "sampler": {"name": "cyclic-sgld", "step_size": 0.02},
+        "num_pairs": 13,
+        "num_steps": 20,
+        "record_steps": [20],
+        "quantities": [{"name": "epsilon_lower_bound", "delta": 0.01}],
+    }
+
+    def run(seed, data_seed, step_size):
+        point = copy.deepcopy(raw)
+        point.update(seed=seed)
+        point["data"]["seed"] = data_seed
+        point["sampler"]["step_size"] = step_size
+        point = C.resolve_point(point)
+        problem = build_checked(point, "point")
+        return run_pairs(point["seed"], problem, num_pairs=13, num_steps=20, record_steps=[20], dtype=point["dtype"])
+
+    run(5, 2, 0.02)
+    assert _count_compiles(lambda: run(6, 3, 0.03)) == 0
+
+
+def test_engine_choice_errors_name_the_reason():
+    model = dpjax.Model(lambda th, r: -0.5 * (r["y"] - r["x"] @ th) ** 2, lambda th: -0.5 * jnp.sum(th**2), dim=1)
+    quadratic = bayesian_linear_regression(1.0, 1.0)
+    ula = samplers.ula(0.01)
+    with pytest.raises(ValueError, match=r"engine='bogus' is not one of"):
+        runner.choose_engine("bogus", quadratic, ula)
+    with pytest.raises(ValueError, match=r"engine='pallas' needs a quadratic model"):
+        runner.choose_engine("pallas", model, ula)
+    with pytest.raises(ValueError, match=r"engine='pallas' cannot run this sampler: a step-size schedule"):
+        runner.choose_engine("pallas", quadratic, samplers.ula(lambda t: 0.01 / (1 + t)))
+    with pytest.raises(ValueError, match=r"cannot run this sampler: batching 'poisson'"):
+        runner.choose_engine("pallas", quadratic, samplers.sgld(0.01, batching="poisson", rate=0.1))
+    assert runner.choose_engine("auto", model, ula) == "reference"
+    assert runner.choose_engine("auto", quadratic, ula) == ("pallas" if jax.default_backend() == "gpu" else "quadratic")
+
+
+def test_run_coupled_checks_the_records_against_the_model():
+    with jax.enable_x64(True):
+        data = dpjax.make_dataset(x=np.ones((5, 1)), y=np.ones(5))
+        pair = dpjax.replace_one(data, 0, {"x": np.array([2.0]), "y": np.array(0.0)})
+    with pytest.raises(ValueError, match=r"field 'x' has shape \(5, 1\); it must have shape \(n, 2\)"):
+        dpjax.run_coupled(0, bayesian_linear_regression(1.0, 1.0, dim=2), pair, samplers.ula(0.01), num_pairs=2, num_steps=1, progress=False)
