@@ -185,7 +185,8 @@ def monte_carlo(problem: Problem, mc_steps: list[int], num_pairs: int, delta: fl
     return out
 
 
-def run(args) -> tuple[dict, object]:
+def compute(args) -> dict:
+    """The numbers (no figure)."""
     quick = getattr(args, "quick", False)
     seed = getattr(args, "seed", 0)
     problem = Problem(args.records, args.prior_precision, args.shift, args.step_size)
@@ -269,6 +270,11 @@ def run(args) -> tuple[dict, object]:
                "MALA's exact values are quadrature on a grid; 'refinement_change' is the largest change when the grid "
                "spacing is halved. Lower bounds: 95% Clopper-Pearson (dpjax.estimators.epsilon_lower_bound) at delta."),
     )
+    return results
+
+
+def run(args) -> tuple[dict, object]:
+    results = compute(args)
     return results, figure(results)
 
 

@@ -109,6 +109,8 @@ class MetropolisPairResult(NamedTuple):
     steps: (R,) recorded step counts (0 = the shared start).
     positions / neighbour_positions: (R, K, d) the chains on D / D' after t steps.
     acceptance / neighbour_acceptance: (K,) each chain's acceptance rate over the run (1 for AR(1)).
+    path_mean / neighbour_path_mean: (K, d) each chain's average (1/N) sum_{n=1}^N x_n over the
+        whole run (the Monte Carlo estimator of paper 001 eq. 7 with f(x) = x; zeros if N = 0).
     finite: (K,) True where both chains stayed finite; num_nonfinite: pairs where not.
     config: the run's description and timing.
     """
@@ -118,6 +120,8 @@ class MetropolisPairResult(NamedTuple):
     neighbour_positions: np.ndarray
     acceptance: np.ndarray
     neighbour_acceptance: np.ndarray
+    path_mean: np.ndarray
+    neighbour_path_mean: np.ndarray
     finite: np.ndarray
     num_nonfinite: int
     config: dict
@@ -212,15 +216,15 @@ def _run(seed, model, pair, kernel, num_pairs, num_steps, steps, init):
             true = jnp.asarray(True)
             return ar1_step(m_d, l_d, rho, x, z), ar1_step(m_n, l_n, rho, xp, z), true, true
 
-    def one_pair(key, x, xp, acc, accp, t):
+    def one_pair(key, x, xp, acc, accp, total, totalp, t):
         k = jax.random.fold_in(key, t)
         kz, ku = jax.random.split(k)
         z = jax.random.normal(kz, (dim,), jnp.float64)
         u = jax.random.uniform(ku, (), jnp.float64, minval=jnp.finfo(jnp.float64).tiny, maxval=1.0)
         nx, nxp, a, ap = step_pair(x, xp, z, u)
-        return nx, nxp, acc + a, accp + ap
+        return nx, nxp, acc + a, accp + ap, total + nx, totalp + nxp
 
-    batched = jax.vmap(one_pair, in_axes=(0, 0, 0, 0, 0, None))
+    batched = jax.vmap(one_pair, in_axes=(0, 0, 0, 0, 0, 0, 0, None))
 
     @jax.jit
     def advance(state, start, stop):
@@ -229,7 +233,7 @@ def _run(seed, model, pair, kernel, num_pairs, num_steps, steps, init):
 
         return jax.lax.fori_loop(start, stop, body, state)
 
-    state = (x0, x0, jnp.zeros(num_pairs), jnp.zeros(num_pairs))
+    state = (x0, x0, jnp.zeros(num_pairs), jnp.zeros(num_pairs), jnp.zeros((num_pairs, dim)), jnp.zeros((num_pairs, dim)))
     t0 = time.perf_counter()
     positions = np.empty((len(steps), num_pairs, dim))
     neighbour_positions = np.empty_like(positions)
@@ -242,7 +246,7 @@ def _run(seed, model, pair, kernel, num_pairs, num_steps, steps, init):
         neighbour_positions[r] = np.asarray(state[1])
     if current < num_steps:
         state = advance(state, current, num_steps)
-    x, xp, acc, accp = (np.asarray(s) for s in state)
+    x, xp, acc, accp, total, totalp = (np.asarray(s) for s in state)
     finite = np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(xp), axis=1)
     denom = max(num_steps, 1)
     config = {
@@ -255,4 +259,6 @@ def _run(seed, model, pair, kernel, num_pairs, num_steps, steps, init):
         "differing_index": pair.index,
         "run_seconds": time.perf_counter() - t0,
     }
-    return MetropolisPairResult(steps, positions, neighbour_positions, acc / denom, accp / denom, finite, int(num_pairs - finite.sum()), config)
+    return MetropolisPairResult(
+        steps, positions, neighbour_positions, acc / denom, accp / denom, total / denom, totalp / denom, finite, int(num_pairs - finite.sum()), config
+    )
