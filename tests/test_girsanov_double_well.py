@@ -45,7 +45,7 @@ def test_double_well_grid_laws_match_ula_chains_and_sit_below_the_bound():
 
     parser = argparse.ArgumentParser()
     ex.add_arguments(parser)
-    args = parser.parse_args(["--steps", "5,40", "--pairs", "2000", "--grid-spacing", "0.04"])
+    args = parser.parse_args(["--steps", "5,40", "--pairs", "2000", "--grid-spacing", "0.04", "--confidence", "0.999999"])
     args.quick, args.seed = True, 0
     results = ex.compute(args)
     assert all(results["checks"].values()), results["checks"]

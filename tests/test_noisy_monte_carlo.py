@@ -100,7 +100,7 @@ def test_noisy_monte_carlo_small_run():
 
     parser = argparse.ArgumentParser()
     ex.add_arguments(parser)
-    args = parser.parse_args(["--num-samples", "100", "--releases", "6000", "--delta-tilde", "0.01"])
+    args = parser.parse_args(["--num-samples", "100", "--releases", "6000", "--delta-tilde", "0.01", "--confidence", "0.999999"])
     args.quick, args.seed = True, 0
     results = ex.compute(args)
     assert all(results["checks"].values()), results["checks"]

@@ -13,7 +13,7 @@ a double well when B / w^2 > mu (wells near +-w sqrt(2 log(B/(mu w^2))), barrier
 Reported per step: Theorem 5.2's RDP and eps(delta) (printed constant and the proof's strict
 one); the exact last-iterate Rényi divergence (order ``--order``) and tight eps(delta) from
 the laws propagated on a grid (:mod:`dpjax.accountants.markov_grid`, with the change under grid
-refinement); 95% lower bounds on eps(delta) from ``dpjax.run_coupled``. The posterior itself
+refinement); lower bounds (95% by default) on eps(delta) from ``dpjax.run_coupled``. The posterior itself
 (quadrature of exp(-U_D)) against the gamma -> 0 constant C4 with its square (and as printed,
 without). The barrier height B is the free parameter that makes the case non-convex:
 ``sensitivity`` repeats the exact values and the bound for several B.
@@ -55,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delta", type=float, default=d["delta"], help="delta of the eps columns")
     parser.add_argument("--steps", type=_steps, default=_steps(d["steps"]), help="recorded step counts")
     parser.add_argument("--pairs", type=int, default=None, help=f"coupled pairs (default {d['pairs']}, {d['quick_pairs']} with --quick; 0: skip)")
+    parser.add_argument("--confidence", type=float, default=0.95, help="confidence of the coupled-chain lower bounds")
     parser.add_argument("--grid-spacing", type=float, default=None, help="quadrature grid spacing (default 0.01, 0.02 with --quick)")
 
 
@@ -109,7 +110,7 @@ def exact_laws(dw: DoubleWell, gamma: float, steps: list[int], spacing: float, o
                 posterior_epsilon=mg.epsilon(post[0], post[1], delta))
 
 
-def coupled_lower_bounds(dw: DoubleWell, gamma: float, steps: list[int], pairs: int, delta: float, seed: int) -> dict:
+def coupled_lower_bounds(dw: DoubleWell, gamma: float, steps: list[int], pairs: int, delta: float, seed: int, confidence: float = 0.95) -> dict:
     import jax
     import jax.numpy as jnp
 
@@ -130,8 +131,8 @@ def coupled_lower_bounds(dw: DoubleWell, gamma: float, steps: list[int], pairs: 
     with stage(f"{pairs} coupled ULA pairs x {max(steps)} steps"):
         res = run_coupled(seed, model, pair, ula(gamma), num_pairs=pairs, num_steps=max(steps), record_steps=steps,
                           init=lambda k: jax.random.normal(k, (1,)), progress=False)
-    bounds = [epsilon_lower_bound(res.positions[i, :, 0], res.neighbour_positions[i, :, 0], delta, 0.95, seed=seed) for i in range(len(steps))]
-    return dict(num_pairs=pairs, num_nonfinite=res.num_nonfinite, lower_bound=[b.epsilon for b in bounds], resolution_ceiling=bounds[0].resolution_ceiling)
+    bounds = [epsilon_lower_bound(res.positions[i, :, 0], res.neighbour_positions[i, :, 0], delta, confidence, seed=seed) for i in range(len(steps))]
+    return dict(num_pairs=pairs, num_nonfinite=res.num_nonfinite, confidence=confidence, lower_bound=[b.epsilon for b in bounds], resolution_ceiling=bounds[0].resolution_ceiling)
 
 
 def compute(args) -> dict:
@@ -146,6 +147,9 @@ def compute(args) -> dict:
         raise ValueError(f"order={args.order!r} violates order > 1 (finite)")
     if not 0 < delta < 1:
         raise ValueError(f"delta={args.delta!r} violates 0 < delta < 1")
+    confidence = float(getattr(args, "confidence", 0.95))
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence={confidence!r} violates 0 < confidence < 1")
     steps = list(args.steps) if not isinstance(args.steps, str) else _steps(args.steps)
     spacing = args.grid_spacing if args.grid_spacing is not None else (DEFAULTS["quick_grid_spacing"] if quick else DEFAULTS["grid_spacing"])
     pairs = args.pairs if args.pairs is not None else (DEFAULTS["quick_pairs"] if quick else DEFAULTS["pairs"])
@@ -172,7 +176,7 @@ def compute(args) -> dict:
             C = girsanov.thm52_constant(d2.c, d2.mu, L, gamma, "paper")
             sens.append(dict(barrier=B, double_well=d2.is_double_well, c=d2.c, thm52_rdp=order * C / 4.0, exact_renyi=ex["renyi"][0],
                              thm52_epsilon=float(girsanov.thm52_ula_last_iterate(d2.c, d2.mu, L, gamma).epsilon(delta)), exact_epsilon=ex["epsilon"][0]))
-    monte = coupled_lower_bounds(dw, gamma, steps, pairs, delta, seed) if pairs > 0 else None
+    monte = coupled_lower_bounds(dw, gamma, steps, pairs, delta, seed, confidence) if pairs > 0 else None
     tol_r, tol_e = refinement["renyi"] + 1e-9, refinement["epsilon"] + 1e-9
     checks = dict(
         thm52_paper_above_exact_renyi=bool(np.all(np.array(exact["renyi"]) <= bounds["paper"]["rdp"] + tol_r)),
@@ -190,7 +194,7 @@ def compute(args) -> dict:
         monte_carlo=monte, checks=checks,
         notes=("Exact values: ULA's laws propagated on a uniform grid on [-8, 8] (Gaussian transition kernel), divergences of the "
                "discretised laws (larger direction); the change when the spacing doubles is 'grid_refinement_change'. Rényi "
-               "divergences are at 'order'; Theorem 5.2's RDP is order * C3 / 4. Lower bounds: 95% Clopper-Pearson at delta."),
+               "divergences are at 'order'; Theorem 5.2's RDP is order * C3 / 4. Lower bounds: Clopper-Pearson at delta, confidence in monte_carlo."),
     )
 
 
@@ -212,7 +216,7 @@ def headline(results: dict) -> list[dict]:
     ]
     mc = results.get("monte_carlo")
     if mc is not None:
-        rows.append(dict(quantity="  95% lower bound from coupled chains (largest)", paper=None, dpjax=round(max(mc["lower_bound"]), 4),
+        rows.append(dict(quantity=f"  {100 * mc['confidence']:g}% lower bound from coupled chains (largest)", paper=None, dpjax=round(max(mc["lower_bound"]), 4),
                          note=f"{mc['num_pairs']} pairs"))
     return rows
 
@@ -239,7 +243,7 @@ def figure(results: dict):
     ax.plot(steps, ex["epsilon"], "k-o", ms=4, label="exact eps of the n-th iterate (quadrature)")
     mc = results.get("monte_carlo")
     if mc is not None:
-        ax.plot(steps, mc["lower_bound"], "v", color="C2", ms=7, label=f"95% lower bound, {mc['num_pairs']} coupled pairs")
+        ax.plot(steps, mc["lower_bound"], "v", color="C2", ms=7, label=f"{100 * mc['confidence']:g}% lower bound, {mc['num_pairs']} coupled pairs")
     ax.axhline(results["posterior_limit"]["exact_posterior_epsilon"], color="gray", lw=1, label="posterior, exact")
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -22,7 +22,7 @@ by D and D'):
 Exact values per step: TV(nu P^n, pi_D) and TV(nu P^n, pi_D') and the tight eps(delta) of the
 pair's n-th laws (closed forms for ULA and AR(1); MALA by quadrature on a grid,
 :mod:`dpjax.accountants.markov_grid`, with the change under grid refinement reported), Prop
-3.4's bound from the tight profiles (largest over an eps grid), and 95% lower bounds on eps
+3.4's bound from the tight profiles (largest over an eps grid), and lower bounds (95% by default, --confidence) on eps
 from coupled chains at selected steps (``dpjax.run_coupled`` for ULA,
 :func:`dpjax.samplers.mala.run_metropolis_pair` for AR(1) and MALA). Checks: Prop 3.4 <= the
 exact max(TV_D, TV_D') at every step; Prop 3.2(ii) for ULA (delta_pi(eps) <= sup_n delta_n(eps)
@@ -67,6 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epsilon", type=float, default=d["epsilon"], help="eps of the Corollary 3.3 check")
     parser.add_argument("--pairs", type=int, default=None, help=f"coupled pairs per chain (default {d['pairs']}, {d['quick_pairs']} with --quick)")
     parser.add_argument("--mc-steps", type=_int_list, default=_int_list(d["mc_steps"]), help="steps with coupled-chain lower bounds")
+    parser.add_argument("--confidence", type=float, default=0.95, help="confidence of the coupled-chain lower bounds")
     parser.add_argument("--grid-spacing", type=float, default=None, help=f"MALA quadrature grid spacing (default {d['grid_spacing']}, {d['quick_grid_spacing']} with --quick)")
 
 
@@ -145,8 +146,8 @@ def exact_mala_chain(problem: Problem, steps: np.ndarray, eps_grid: np.ndarray, 
     return fine
 
 
-def monte_carlo(problem: Problem, mc_steps: list[int], num_pairs: int, delta: float, seed: int, references=None) -> dict:
-    """95% lower bounds on eps(delta) of the n-th state, from coupled chain pairs.
+def monte_carlo(problem: Problem, mc_steps: list[int], num_pairs: int, delta: float, seed: int, references=None, confidence: float = 0.95) -> dict:
+    """Lower confidence bounds (``confidence``) on eps(delta) of the n-th state, from coupled chain pairs.
 
     ``references`` maps a chain name to a function step -> (law_D, law_D') (frozen scipy
     laws) where the laws are known; the lower bound's ``oracle_epsilon`` (the best this sample
@@ -176,12 +177,12 @@ def monte_carlo(problem: Problem, mc_steps: list[int], num_pairs: int, delta: fl
     out = {}
     for name, (pos, npos, bad, acc) in runs.items():
         ref = (references or {}).get(name)
-        lbs = [epsilon_lower_bound(pos[i, :, 0], npos[i, :, 0], delta, 0.95, seed=seed, reference=None if ref is None else ref(k))
+        lbs = [epsilon_lower_bound(pos[i, :, 0], npos[i, :, 0], delta, confidence, seed=seed, reference=None if ref is None else ref(k))
                for i, k in enumerate(steps)]
         out[name] = dict(steps=steps, lower_bound=[b.epsilon for b in lbs], resolution_ceiling=[b.resolution_ceiling for b in lbs],
                          oracle_epsilon=None if ref is None else [b.oracle_epsilon for b in lbs], num_nonfinite=bad, acceptance_rate=acc)
     out["num_pairs"] = num_pairs
-    out["confidence"] = 0.95
+    out["confidence"] = confidence
     return out
 
 
@@ -204,6 +205,9 @@ def compute(args) -> dict:
     if not (spacing > 0 and math.isfinite(spacing)):
         raise ValueError(f"grid_spacing={spacing!r} violates grid_spacing > 0")
 
+    confidence = float(getattr(args, "confidence", 0.95))
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence={confidence!r} violates 0 < confidence < 1")
     steps = np.arange(args.num_steps + 1)
     eps_grid = np.linspace(0.0, 10.0, 401)
     posterior_profile = gd.analytic_gaussian_delta(problem.mu, eps_grid)
@@ -246,7 +250,7 @@ def compute(args) -> dict:
         return laws
 
     refs = {"ula": gaussian_references(problem.ula_noise), "exact_ar1": gaussian_references(problem.ar1_noise)}
-    monte = monte_carlo(problem, mc_steps, pairs, delta, seed, refs) if mc_steps and pairs > 0 else None
+    monte = monte_carlo(problem, mc_steps, pairs, delta, seed, refs, confidence) if mc_steps and pairs > 0 else None
     if monte is not None:
         for name in CHAINS:
             exact_at = chains[name]["epsilon"][np.array(monte[name]["steps"])]
@@ -268,7 +272,7 @@ def compute(args) -> dict:
         notes=("Prop 3.4's bound uses the tight profiles: delta_pi(eps) of the posterior pair and delta_n(eps) of the chain's "
                "n-th laws (max of both directions), maximised over eps in [0, 10]. It bounds max(TV_D, TV_D'). "
                "MALA's exact values are quadrature on a grid; 'refinement_change' is the largest change when the grid "
-               "spacing is halved. Lower bounds: 95% Clopper-Pearson (dpjax.estimators.epsilon_lower_bound) at delta."),
+               "spacing is halved. Lower bounds: Clopper-Pearson (dpjax.estimators.epsilon_lower_bound) at delta, confidence in monte_carlo."),
     )
     return results
 
@@ -322,7 +326,7 @@ def figure(results: dict):
         mcr = results.get("monte_carlo")
         if mcr is not None:
             ax.plot(mcr[name]["steps"], mcr[name]["lower_bound"], "v", color=colors[name], ms=6,
-                    label=f"{labels[name]}: 95% lower bound, {mcr['num_pairs']} coupled pairs")
+                    label=f"{labels[name]}: {100 * mcr['confidence']:g}% lower bound, {mcr['num_pairs']} coupled pairs")
             if mcr[name].get("oracle_epsilon") is not None:
                 ax.plot(mcr[name]["steps"], mcr[name]["oracle_epsilon"], "_", color=colors[name], ms=12, mew=2,
                         label=f"{labels[name]}: the most that many pairs can certify (exact laws)")
