@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate, linalg, special, stats
+from scipy import integrate, linalg, stats
 
 from dpjax.accountants import wasserstein as ws
 

@@ -14,8 +14,8 @@ masses on a uniform grid x_1 < ... < x_m with trapezoid weights w_i:
 Masses, not densities, are propagated (m_{n+1} = m_n P), so the divergences between two such
 laws are those of two discrete laws on the same grid: TV = sum |p - q| / 2 and the
 hockey-stick delta(eps) = sum (p - e^eps q)_+. They converge to the continuous values as the
-grid is refined; :func:`grid_refinement_error` measures the change between a grid and one twice
-as fine, which the experiments report beside every value. Rows of the ULA matrix lose the
+grid is refined (second order in the spacing where |p - q| has a kink); the experiments report
+the change between a grid and one twice as fine beside every value. Rows of the ULA matrix lose the
 mass that leaves the grid; it is returned, and the callers check it is negligible.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import math
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize
 
 from .. import _validate as V
 
@@ -162,10 +162,3 @@ def epsilon(p: np.ndarray, q: np.ndarray, delta: float) -> float:
         if hi > 1e4:
             return math.inf
     return float(optimize.brentq(f, 0.0 if hi == 1.0 else hi / 2.0, hi, xtol=1e-12))
-
-
-def normal_masses_check(grid: Grid, mean: float, sd: float) -> float:
-    """Mass of N(mean, sd^2) outside the grid (to check a grid covers a law)."""
-    lo = (grid.points[0] - mean) / sd
-    hi = (grid.points[-1] - mean) / sd
-    return float(special.ndtr(lo) + special.ndtr(-hi))

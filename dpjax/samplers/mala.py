@@ -24,7 +24,6 @@ callable ``init``) uses ``fold_in(fold_in(key(seed), k), INIT)`` with INIT = 2**
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from typing import Callable, NamedTuple, Optional, Sequence, Union
 
