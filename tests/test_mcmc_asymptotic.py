@@ -207,7 +207,7 @@ def test_mcmc_asymptotic_quick_run_checks_hold():
 
     parser = argparse.ArgumentParser()
     ex.add_arguments(parser)
-    args = parser.parse_args(["--num-steps", "40", "--pairs", "1000", "--mc-steps", "10", "--grid-spacing", "0.04", "--confidence", "0.999999"])
+    args = parser.parse_args(["--num-steps", "40", "--pairs", "1000", "--mc-steps", "10", "--mc-chains", "exact_ar1", "--grid-spacing", "0.04", "--confidence", "0.999999"])
     args.quick, args.seed = True, 0
     results = ex.compute(args)
     assert all(results["checks"].values()), results["checks"]

@@ -56,6 +56,13 @@ def _int_list(text: str) -> list[int]:
     return out
 
 
+def _chain_list(text: str) -> list[str]:
+    out = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not out or any(t not in CHAINS for t in out):
+        raise argparse.ArgumentTypeError(f"{text!r} violates a comma-separated subset of {CHAINS}")
+    return out
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = DEFAULTS
     parser.add_argument("--records", type=int, default=d["records"], help="number of records, evenly spread on [-1, 1]")
@@ -66,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delta", type=float, default=d["delta"], help="delta of the eps curves")
     parser.add_argument("--epsilon", type=float, default=d["epsilon"], help="eps of the Corollary 3.3 check")
     parser.add_argument("--pairs", type=int, default=None, help=f"coupled pairs per chain (default {d['pairs']}, {d['quick_pairs']} with --quick)")
+    parser.add_argument("--mc-chains", type=_chain_list, default=list(CHAINS), help="chains simulated for the lower bounds (comma-separated subset of ula, exact_ar1, mala)")
     parser.add_argument("--mc-steps", type=_int_list, default=_int_list(d["mc_steps"]), help="steps with coupled-chain lower bounds")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence of the coupled-chain lower bounds")
     parser.add_argument("--grid-spacing", type=float, default=None, help=f"MALA quadrature grid spacing (default {d['grid_spacing']}, {d['quick_grid_spacing']} with --quick)")
@@ -146,7 +154,8 @@ def exact_mala_chain(problem: Problem, steps: np.ndarray, eps_grid: np.ndarray, 
     return fine
 
 
-def monte_carlo(problem: Problem, mc_steps: list[int], num_pairs: int, delta: float, seed: int, references=None, confidence: float = 0.95) -> dict:
+def monte_carlo(problem: Problem, mc_steps: list[int], num_pairs: int, delta: float, seed: int, references=None, confidence: float = 0.95,
+                chains=CHAINS) -> dict:
     """Lower confidence bounds (``confidence``) on eps(delta) of the n-th state, from coupled chain pairs.
 
     ``references`` maps a chain name to a function step -> (law_D, law_D') (frozen scipy
@@ -167,10 +176,13 @@ def monte_carlo(problem: Problem, mc_steps: list[int], num_pairs: int, delta: fl
     init = lambda key: sd0 * jax.random.normal(key, (1,))
     steps = sorted(set(mc_steps))
     runs = {}
-    with stage(f"ULA: {num_pairs} coupled pairs x {max(steps)} steps"):
-        r = run_coupled(seed, model, pair, ula(problem.gamma), num_pairs=num_pairs, num_steps=max(steps), record_steps=steps, init=init, progress=False)
-        runs["ula"] = (r.positions, r.neighbour_positions, r.num_nonfinite, None)
+    if "ula" in chains:
+        with stage(f"ULA: {num_pairs} coupled pairs x {max(steps)} steps"):
+            r = run_coupled(seed, model, pair, ula(problem.gamma), num_pairs=num_pairs, num_steps=max(steps), record_steps=steps, init=init, progress=False)
+            runs["ula"] = (r.positions, r.neighbour_positions, r.num_nonfinite, None)
     for name, kernel in (("exact_ar1", exact_ar1(problem.rho)), ("mala", mala(problem.gamma))):
+        if name not in chains:
+            continue
         with stage(f"{name}: {num_pairs} coupled pairs x {max(steps)} steps"):
             r = run_metropolis_pair(seed, model, pair, kernel, num_pairs=num_pairs, num_steps=max(steps), record_steps=steps, init=init)
             runs[name] = (r.positions, r.neighbour_positions, r.num_nonfinite, float(np.mean(r.acceptance)))
@@ -250,9 +262,10 @@ def compute(args) -> dict:
         return laws
 
     refs = {"ula": gaussian_references(problem.ula_noise), "exact_ar1": gaussian_references(problem.ar1_noise)}
-    monte = monte_carlo(problem, mc_steps, pairs, delta, seed, refs, confidence) if mc_steps and pairs > 0 else None
+    chains_mc = list(getattr(args, "mc_chains", CHAINS))
+    monte = monte_carlo(problem, mc_steps, pairs, delta, seed, refs, confidence, chains_mc) if mc_steps and pairs > 0 and chains_mc else None
     if monte is not None:
-        for name in CHAINS:
+        for name in chains_mc:
             exact_at = chains[name]["epsilon"][np.array(monte[name]["steps"])]
             checks[f"lower_bounds_below_exact_{name}"] = bool(np.all(np.array(monte[name]["lower_bound"]) <= exact_at + 1e-9))
 
@@ -324,7 +337,7 @@ def figure(results: dict):
         ch = results["chains"][name]
         ax.plot(steps, ch["epsilon"], "-", color=colors[name], label=f"{labels[name]}: exact eps(delta) of the n-th state")
         mcr = results.get("monte_carlo")
-        if mcr is not None:
+        if mcr is not None and name in mcr:
             ax.plot(mcr[name]["steps"], mcr[name]["lower_bound"], "v", color=colors[name], ms=6,
                     label=f"{labels[name]}: {100 * mcr['confidence']:g}% lower bound, {mcr['num_pairs']} coupled pairs")
             if mcr[name].get("oracle_epsilon") is not None:

@@ -186,16 +186,25 @@ def run_metropolis_pair(
 def _run(seed, model, pair, kernel, num_pairs, num_steps, steps, init):
     dim = model.dim
     dataset, neighbour = pair.dataset, pair.neighbour
-    root = jax.random.key(seed)
-    pair_keys = jax.vmap(lambda k: jax.random.fold_in(root, k))(jnp.arange(num_pairs, dtype=jnp.uint32))
     if callable(init):
-        x0 = jax.vmap(lambda k: jnp.asarray(init(jax.random.fold_in(k, _INIT_STREAM)), jnp.float64))(pair_keys)
-        if x0.shape != (num_pairs, dim):
-            raise ValueError(f"init(key) returned shape {x0.shape[1:]}; it must return a position of shape ({dim},)")
-    elif init is None:
-        x0 = jnp.zeros((num_pairs, dim))
-    else:
-        x0 = jnp.broadcast_to(jnp.asarray(init, jnp.float64), (num_pairs, dim))
+        shape = jax.eval_shape(init, jax.random.key(0)).shape
+        if shape != (dim,):
+            raise ValueError(f"init(key) returned shape {shape}; it must return a position of shape ({dim},)")
+
+    @jax.jit
+    def setup(ids):
+        # one compiled call for the keys and the starts (each eager op would compile on its own)
+        pair_keys = jax.vmap(lambda k: jax.random.fold_in(jax.random.key(seed), k))(ids)
+        if callable(init):
+            x0 = jax.vmap(lambda k: jnp.asarray(init(jax.random.fold_in(k, _INIT_STREAM)), jnp.float64))(pair_keys)
+        elif init is None:
+            x0 = jnp.zeros((ids.shape[0], dim))
+        else:
+            x0 = jnp.broadcast_to(jnp.asarray(init, jnp.float64), (ids.shape[0], dim))
+        zeros = jnp.zeros(ids.shape[0])
+        return pair_keys, (x0, x0, zeros, zeros, jnp.zeros((ids.shape[0], dim)), jnp.zeros((ids.shape[0], dim)))
+
+    pair_keys, state = setup(jnp.arange(num_pairs, dtype=jnp.uint32))
 
     if isinstance(kernel, MALA):
         h = float(kernel.step_size)
@@ -232,7 +241,6 @@ def _run(seed, model, pair, kernel, num_pairs, num_steps, steps, init):
 
         return jax.lax.fori_loop(start, stop, body, state)
 
-    state = (x0, x0, jnp.zeros(num_pairs), jnp.zeros(num_pairs), jnp.zeros((num_pairs, dim)), jnp.zeros((num_pairs, dim)))
     t0 = time.perf_counter()
     positions = np.empty((len(steps), num_pairs, dim))
     neighbour_positions = np.empty_like(positions)
