@@ -218,6 +218,9 @@ def test_mcmc_asymptotic_quick_run_checks_hold():
     assert abs(ch["mala"]["epsilon"][-1] - post) < 10 * ch["mala"]["refinement_change"]["epsilon"] + 1e-3
     assert ch["ula"]["epsilon"][-1] < post - 0.1 and results["ula_bias"]["tv_limit"] > 0.01
     assert ch["ula"]["first_step_not_private"] is None and ch["exact_ar1"]["first_step_not_private"] is not None
+    sens = results["sensitivity_step_size"]
+    assert all(a["ula_tv_limit"] < b["ula_tv_limit"] for a, b in zip(sens, sens[1:]))  # ULA's bias grows with the step
+    assert all(r["ula_limit_epsilon"] < post for r in sens)
     rows = ex.headline(results)
     assert rows and all({"quantity", "paper", "dpjax"} <= set(r) for r in rows)
     with pytest.raises(ValueError, match="shift"):

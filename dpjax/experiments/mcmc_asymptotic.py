@@ -44,6 +44,7 @@ from ._report import stage
 DEFAULTS = dict(records=10, prior_precision=1.0, shift=4.0, step_size=0.02, num_steps=150, delta=1e-3, epsilon=3.8,
                 pairs=20000, quick_pairs=4000, grid_spacing=0.01, quick_grid_spacing=0.02, mc_steps="1,2,5,10,20,50,100,150")
 CHAINS = ("ula", "exact_ar1", "mala")
+SENSITIVITY_STEP_SIZES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.15)  # gamma h from 0.055 to 1.65
 
 
 def _int_list(text: str) -> list[int]:
@@ -252,6 +253,25 @@ def compute(args) -> dict:
     sup_delta = ula_ch["profile"].max(axis=0)
     implied = mc.posterior_delta_from_chain(eps_grid, sup_delta, r_limit)
     checks["prop32ii_ula"] = bool(np.all(posterior_profile <= implied + 1e-12))
+    # sensitivity to the step size (closed forms): ULA's bias and limiting eps, and when the
+    # rho-matched exact AR(1) kernel first breaks (eps_target, delta)
+    sens = []
+    from scipy import optimize
+
+    # the Gaussian-mechanism mu above which eps(delta) > eps_target (eps(delta) increases with mu)
+    mu_star = optimize.brentq(lambda v: gd.analytic_gaussian_epsilon(v, delta) - eps_target, 1e-9, 1e3) if eps_target > 0 else 0.0
+    for g in SENSITIVITY_STEP_SIZES:
+        pg = Problem(args.records, args.prior_precision, args.shift, g)
+        gap = abs(pg.means[0] - pg.means[1])
+        ula_sd = pg.ula_noise / math.sqrt((1 - pg.rho) * (1 + pg.rho))
+        r_g = max(gd.gaussian_hockey_stick(m, ula_sd, m, pg.sd, 0.0) for m in pg.means)
+        long = np.arange(0, 5001)
+        laws = [mc.ar1_law(pg.rho, pg.ar1_noise, m, long, 0.0, 1.0 / pg.lam) for m in pg.means]
+        mu_n = np.abs(laws[0].mean - laws[1].mean) / np.sqrt(laws[0].variance)
+        first = np.flatnonzero(mu_n > mu_star)
+        sens.append(dict(step_size=g, rho=pg.rho, ula_tv_limit=r_g, ula_limit_epsilon=gd.analytic_gaussian_epsilon(gap / ula_sd, delta),
+                         ar1_first_step_not_private=int(first[0]) if first.size else None))
+
     def gaussian_references(noise_sd):
         from scipy import stats
 
@@ -281,6 +301,7 @@ def compute(args) -> dict:
         ula_bias=dict(stationary_sd=ula_ch["stationary_sd"], posterior_sd=problem.sd, tv_limit=r_limit,
                       sup_chain_epsilon=float(np.max(ula_ch["epsilon"])), limit_epsilon=float(ula_ch["epsilon"][-1])),
         checks=checks,
+        sensitivity_step_size=sens,
         monte_carlo=monte,
         notes=("Prop 3.4's bound uses the tight profiles: delta_pi(eps) of the posterior pair and delta_n(eps) of the chain's "
                "n-th laws (max of both directions), maximised over eps in [0, 10]. It bounds max(TV_D, TV_D'). "
