@@ -291,8 +291,9 @@ def theorem1_instance(epsilon: float, epsilon_prime: float, delta: float, gamma2
     """Smallest n (with c = n^gamma2, x_l = x_h/2) at which the printed Lemmas 4.3 and A.6 give
     Theorem 1: the posterior (eps, delta)-DP and some SGLD iterate not (eps', delta)-DP.
 
-    nu = 1 + 2 ln(1/delta)/eps (§4.1). Needs gamma1 < 1/2, max(1, gamma1) < gamma2 < 3/2 - ... so
-    that eps1 decreases and Lemma A.6 grows with n (gamma2 > 1), and delta < 1/2.
+    nu = 1 + 2 ln(1/delta)/eps (§4.1). Needs 0 < gamma1 < 1/2, 1 < gamma2 < 3/2 and
+    gamma1 + gamma2 < 2 (then eps1 decreases with n and Lemma A.6 grows), and delta < 1/2.
+    Returns log10 of the sizes (n can be far beyond the float range).
     """
     eps = V.positive("epsilon", epsilon)
     eps_p = V.positive("epsilon_prime", epsilon_prime)
