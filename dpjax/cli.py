@@ -24,6 +24,11 @@ EXPERIMENTS = {
     "contamination-mean": "contamination_mean",
     "contamination-logistic": "contamination_logistic",
     "expfam-beta": "expfam_beta",
+    "mcmc-asymptotic": "mcmc_asymptotic",
+    "noisy-monte-carlo": "noisy_monte_carlo",
+    "wasserstein-bound": "wasserstein_bound",
+    "sgld-interim-proof": "sgld_interim_proof",
+    "girsanov-double-well": "girsanov_double_well",
 }
 BENCHMARKS = {
     "coupled": "coupled",

@@ -72,6 +72,9 @@ __all__ = [
     "prop46_last_value",
     "thm52_constant",
     "thm52_ula_last_iterate",
+    "thm52_limit_constant",
+    "thm52_limit_constant_as_printed",
+    "thm52_posterior_limit",
     "thm54_constant",
     "thm54_ula_path",
     "thm56_constant",
@@ -371,6 +374,50 @@ def thm52_constant(grad_bound: float, strong_convexity: float, smoothness: float
     mu, L, gamma = _strongly_convex_smooth(strong_convexity, smoothness, step_size, where)
     c = _nonnegative("grad_bound", grad_bound, where)
     return _last_iterate_constant(c, mu, L, gamma, 1.0, 1, _mode(mode))
+
+
+def _mu_l(strong_convexity, smoothness, where):
+    mu = _positive("strong_convexity", strong_convexity, where)
+    L = _positive("smoothness", smoothness, where)
+    if L < mu:
+        raise ValueError(f"smoothness={_fmt(L)} violates smoothness >= strong_convexity = {_fmt(mu)} (L >= mu, eq. 114) required by {where}")
+    return mu, L
+
+
+def thm52_limit_constant(grad_bound: float, strong_convexity: float, smoothness: float, mode: str = "paper") -> float:
+    """C4 = lim_{gamma -> 0} C3 (paper 001, after Theorem 5.2): what Theorem 5.2 suggests for the
+    posterior itself (ULA tends to it as gamma -> 0, n -> infinity).
+
+    paper: c^2 (2(L+1)/mu + 1)^2 -- the printed C4 = c (2(L+1)/mu + 1) lacks this square (NOTES 001
+    erratum (iii); :func:`thm52_limit_constant_as_printed`); strict: (2c(L+1)/mu + 2c)^2.
+    """
+    where = "the gamma -> 0 limit of Theorem 5.2"
+    mu, L = _mu_l(strong_convexity, smoothness, where)
+    c = _nonnegative("grad_bound", grad_bound, where)
+    if _mode(mode) == "strict":
+        return (2.0 * c * (L + 1.0) / mu + 2.0 * c) ** 2
+    return (c * (2.0 * (L + 1.0) / mu + 1.0)) ** 2
+
+
+def thm52_limit_constant_as_printed(grad_bound: float, strong_convexity: float, smoothness: float) -> float:
+    """The printed C4 = c (2(L+1)/mu + 1), without the square: not the limit of C3 and not a valid
+    bound (below the exact posterior divergence 2c^2/mu of the closed-form case once c > ~mu/(2(L+1)+mu))."""
+    where = "the printed C4"
+    mu, L = _mu_l(strong_convexity, smoothness, where)
+    return _nonnegative("grad_bound", grad_bound, where) * (2.0 * (L + 1.0) / mu + 1.0)
+
+
+def thm52_posterior_limit(grad_bound: float, strong_convexity: float, smoothness: float, *, mode: str = "paper", orders=None) -> PrivacyCurve:
+    """The posterior's RDP suggested by Theorem 5.2 as gamma -> 0: eps_a = a C4 / 4 (C4 squared)."""
+    C = thm52_limit_constant(grad_bound, strong_convexity, smoothness, mode)
+    prov = Provenance(
+        "paper 001 Theorem 5.2, gamma -> 0 limit (C4, with its square)",
+        mode,
+        (f"U_D = V_D + K, sup|grad V_D| <= c = {_fmt(grad_bound)}", f"K {_fmt(strong_convexity)}-strongly convex, grad K {_fmt(smoothness)}-Lipschitz",
+         "the posterior as the limit of ULA's last iterate (gamma -> 0, n -> infinity)"),
+        "posterior sample",
+    )
+    return girsanov_curve(C, prov, orders)
 
 
 def _window_horizon(num_steps, step_size, where):

@@ -115,8 +115,8 @@ def _exact_curve(per_order: float, orders: np.ndarray, what: str, released: str)
 
 
 # ------------------------------------------------------------------------------------------
-def run(args) -> tuple[dict, object]:
-    """Compute every bound and exact value (RDP / order) per step count, and a figure."""
+def compute(args) -> dict:
+    """Every bound and exact value (RDP / order) per step count (no figure)."""
     c = girsanov._positive("c", args.c, "the closed-form case (a_D - a_D' = 2c > 0)")
     mu, L, gamma = float(args.mu), float(args.L), float(args.step_size)
     # Theorem 5.2's conditions (mu > 0, L >= mu, gamma < 2 mu / L^2), checked by the accountant.
@@ -192,6 +192,17 @@ def run(args) -> tuple[dict, object]:
         "exact_tight": tight_eps,
     }
     results["provenance"] = {name: cvs[0].provenance.describe() for name, cvs in curves.items()}
+    # the gamma -> 0 limit (C4): the posterior pi_D = N(a_D/mu, 1/mu), mean gap 2c/mu, so RDP_a / a = 2 c^2 / mu
+    exact_posterior = 2.0 * c * c / mu
+    printed_c4 = girsanov.thm52_limit_constant_as_printed(c, mu, L) / 4.0
+    results["posterior_limit"] = {
+        "exact_rdp_per_order": exact_posterior,
+        "c4_paper_squared": girsanov.thm52_limit_constant(c, mu, L, "paper") / 4.0,
+        "c4_strict": girsanov.thm52_limit_constant(c, mu, L, "strict") / 4.0,
+        "c4_as_printed": printed_c4,
+        "as_printed_is_below_exact": bool(printed_c4 < exact_posterior),
+        "note": "C4 / 4 = RDP / order; the printed C4 = c (2(L+1)/mu + 1) lacks its square (NOTES 001 erratum (iii))",
+    }
     results["notes"] = (
         "Values are RDP_a / a (the same at every order a: all curves are linear in a). ULA: beta = 1, "
         "Thm 5.2 c = c, Thm 5.4 c = 2c. SGLD: exact values with the differing record in every batch "
@@ -200,6 +211,12 @@ def run(args) -> tuple[dict, object]:
         "'optimal_window' is Prop 4.6 with the steering window tau* = C_s/(L C_s + c) capped at n gamma "
         "(not in the paper). paper_closed_form for thm57_paper and thm58 is the printed C + sqrt(C log 1/delta)."
     )
+    return results
+
+
+def run(args) -> tuple[dict, object]:
+    """Compute every bound and exact value (RDP / order) per step count, and a figure."""
+    results = compute(args)
     return results, _figure(results)
 
 
@@ -242,3 +259,19 @@ def _figure(results: dict):
     fig.suptitle(f"paper 001 closed-form case: c={p['c']:g}, mu={p['mu']:g}, L={p['L']:g}, step size={p['step_size']:g}", fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def headline(results: dict) -> list[dict]:
+    """Theorem 5.2 and 5.4 against the exact values at the last step count, and the C4 limit."""
+    k = results["steps"][-1]
+    post = results["posterior_limit"]
+    return [
+        dict(quantity=f"ULA last iterate, {k} steps: RDP / order, Thm 5.2 paper / strict", paper=None,
+             dpjax=f"{results['thm52_paper'][-1]:.4g} / {results['thm52_strict'][-1]:.4g}",
+             note=f"exact {results['exact_last_rdp_per_order'][-1]:.4g}; 'strict' has the proof's +2c"),
+        dict(quantity=f"ULA path, {k} steps: Thm 5.4", paper=None, dpjax=round(results["thm54"][-1], 6),
+             note=f"exact {results['exact_path_rdp_per_order'][-1]:.6g} (a composition of Gaussian mechanisms)"),
+        dict(quantity="posterior (gamma -> 0): C4 / 4", paper=f"c (2(L+1)/mu + 1) / 4 = {post['c4_as_printed']:.4g}",
+             dpjax=round(post["c4_paper_squared"], 6),
+             note=f"exact posterior {post['exact_rdp_per_order']:.4g}: the printed C4 (no square) is below it, so not a bound"),
+    ]
