@@ -36,6 +36,7 @@ BENCHMARKS = {
     "estimators": "estimators",
     "scaling": "scaling",
     "figure1": "figure1",
+    "gpu": "gpu",
 }
 
 

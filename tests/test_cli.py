@@ -42,6 +42,27 @@ def test_experiment_scripts_cover_every_result_and_run(tmp_path):
     assert out["steps"] == [1, 10] and (tmp_path / "girsanov-quadratic.png").exists()
 
 
+def test_bench_gpu_runs_on_a_cpu_at_tiny_sizes(capsys, monkeypatch):
+    """`dpjax bench gpu --json` end to end (the GPU issue's benchmark; here at tiny sizes): one
+    JSON line, every requested row measured against blackjax in the same run, and a repeated
+    call that compiles nothing."""
+    from dpjax.bench import gpu
+    from dpjax.cli import main
+
+    tiny = dict(gpu.QUICK, cyclic=[(64, 40)], figure1_pairs=[64], figure1_n=500)
+    monkeypatch.setattr(gpu, "QUICK", tiny)
+    assert main(["bench", "gpu", "--json", "--quick", "--only", "cyclic", "repeated_call", "figure1_epoch"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["backend"] == "cpu" and out["sizes"] == "quick"
+    rows = {r["row"]: r for r in out["rows"]}
+    cyclic = rows["cyclic"]
+    assert cyclic["engine_general"] == "reference" and cyclic["engine_quadratic"] == "quadratic"
+    assert cyclic["blackjax"] > 0 and cyclic["quadratic_over_blackjax"] == cyclic["dpjax_quadratic"] / cyclic["blackjax"]
+    assert rows["repeated_call"]["quadratic"]["compilations_in_repeat"] == 0
+    assert rows["repeated_call"]["general"]["compilations_in_repeat"] == 0
+    assert rows["figure1_epoch"]["nonfinite"] == 0 and rows["figure1_epoch"]["records"] == 500
+
+
 def test_bench_figure1_at_small_n(capsys):
     """The Figure 1 Monte Carlo benchmark end to end at n = 100: the chains' 95% lower bounds
     stay below the exact epoch-end eps (fixed seed)."""

@@ -21,14 +21,15 @@ def _mp_renyi_1d(m1, s1, m2, s2, a, dps=40):
 
 
 def _mp_hockey_1d(m1, s1, m2, s2, eps, dps=40):
-    """delta(eps) = int (p - e^eps q)_+ by quadrature, breakpoints from mpmath.polyroots."""
+    """delta(eps) = int (p - e^eps q)_+ by quadrature, breakpoints from mpmath.polyroots (coefficients highest
+    degree first: the order every mpmath >= 1.3 reads)."""
     with mp.workdps(dps):
         m1, s1, m2, s2, eps = map(mp.mpf, (m1, s1, m2, s2, eps))
         # log p - log q - eps = A x^2 + B x + C
         A = 1 / (2 * s2**2) - 1 / (2 * s1**2)
         B = m1 / s1**2 - m2 / s2**2
         C = m2**2 / (2 * s2**2) - m1**2 / (2 * s1**2) + mp.log(s2 / s1) - eps
-        roots = [mp.re(r) for r in (mp.polyroots([C, B, A], asc=True) if A != 0 else [-C / B]) if abs(mp.im(r)) < mp.mpf(10) ** -20]
+        roots = [mp.re(r) for r in (mp.polyroots([A, B, C]) if A != 0 else [-C / B]) if abs(mp.im(r)) < mp.mpf(10) ** -20]
         lo = min(m1 - 40 * s1, m2 - 40 * s2)
         hi = max(m1 + 40 * s1, m2 + 40 * s2)
         pts = sorted({lo, hi, m1 - 6 * s1, m1 + 6 * s1, m2 - 6 * s2, m2 + 6 * s2} | {r for r in roots if lo < r < hi})

@@ -7,7 +7,10 @@ eta = 2 / (alpha + n x_h^2 beta)^2 (Welling–Teh), start at the prior mean, flo
 
 Measured (compiled once, then timed; medians over ``--repeats``):
 
-* ``pair_steps_per_s``: :func:`dpjax.run_coupled` (pairs x steps / stepping time).
+* ``pair_steps_per_s``: :func:`dpjax.run_coupled` on the model written as a plain
+  :class:`dpjax.Model` (any user model's path: autodiff gradients, engine "reference");
+  ``quadratic_pair_steps_per_s``: the same chains with the library's
+  :func:`dpjax.models.bayesian_linear_regression` (closed-form tables; engine "auto").
 * ``blackjax_chain_steps_per_s``: the straightforward JAX version: blackjax's ``sgld``
   kernel with blackjax's minibatch gradient estimator, vmapped over chains with a
   per-chain key split every step, one dataset, each chain's order a materialised
@@ -152,18 +155,28 @@ def run(args) -> dict:
     for name in ("records", "chains", "steps", "repeats"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name}={getattr(args, name)} must be >= 1")
+    from dpjax.models import bayesian_linear_regression
+
     model, pair, x, y, eta = _problem(n)
+    quadratic = bayesian_linear_regression(BETA, ALPHA)
     sampler = _sampler(args.sampler, eta, args.batch_size)
-    ours, theirs, fused = [], [], []
+    ours, closed_form, theirs, fused = [], [], [], []
     nonfinite = 0
-    for r in range(args.repeats):
-        result = dpjax.run_coupled(args.seed + r, model, pair, sampler, num_pairs=chains, num_steps=steps, progress=False, chunk_size=steps)
-        nonfinite += result.num_nonfinite
+    engine = None
+    for r in range(-1, args.repeats):  # r = -1 compiles, untimed
+        seed = args.seed + max(r, 0)
+        result = dpjax.run_coupled(seed, model, pair, sampler, num_pairs=chains, num_steps=steps, progress=False, chunk_size=steps)
+        closed = dpjax.run_coupled(seed, quadratic, pair, sampler, num_pairs=chains, num_steps=steps, progress=False, chunk_size=steps)
+        engine = closed.config["engine"]
+        if r < 0:
+            continue
+        nonfinite += result.num_nonfinite + closed.num_nonfinite
         ours.append(chains * steps / result.config["run_seconds"])
+        closed_form.append(chains * steps / closed.config["run_seconds"])
         with jax.enable_x64(True):
             theirs.append(chains * steps / _blackjax_seconds(args.sampler, x, y, eta, chains, steps, args.batch_size, args.seed + r))
             fused.append(chains * steps / _fused_seconds(args.sampler, x, y, eta, chains, steps, args.batch_size, args.seed + r))
-    pair_rate, blackjax_rate, fused_rate = (statistics.median(v) for v in (ours, theirs, fused))
+    pair_rate, quadratic_rate, blackjax_rate, fused_rate = (statistics.median(v) for v in (ours, closed_form, theirs, fused))
     return {
         "sampler": args.sampler,
         "records": n,
@@ -174,11 +187,15 @@ def run(args) -> dict:
         "repeats": args.repeats,
         "devices": len(jax.devices()),
         "pair_steps_per_s": pair_rate,
+        "quadratic_pair_steps_per_s": quadratic_rate,
+        "quadratic_engine": engine,
         "blackjax_chain_steps_per_s": blackjax_rate,
         "fused_single_chain_steps_per_s": fused_rate,
         "pair_over_blackjax": pair_rate / blackjax_rate,
+        "quadratic_over_blackjax": quadratic_rate / blackjax_rate,
         "pair_over_fused": pair_rate / fused_rate,
         "pair_steps_per_s_all": ours,
+        "quadratic_pair_steps_per_s_all": closed_form,
         "blackjax_chain_steps_per_s_all": theirs,
         "fused_single_chain_steps_per_s_all": fused,
         "nonfinite_pairs": nonfinite,

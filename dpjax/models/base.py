@@ -99,7 +99,9 @@ def shared(factory: Callable[..., "Model"]) -> Callable[..., "Model"]:
     @functools.wraps(factory)
     def build(*args, **kwargs):
         try:
-            key = (args, tuple(sorted(kwargs.items())))
+            # typed keys: True == 1 == 1.0 as dict keys, but they are different arguments (a bool
+            # must still reach the factory's own validation)
+            key = (tuple((type(a), a) for a in args), tuple(sorted((k, type(v), v) for k, v in kwargs.items())))
             hash(key)
         except TypeError:
             return factory(*args, **kwargs)
