@@ -207,6 +207,8 @@ class ResultsStore:
     """A sweep's output folder (see the module docstring). Only the leader process writes."""
 
     def __init__(self, root: str | Path):
+        if root is None or not isinstance(root, (str, os.PathLike)) or not str(os.fspath(root)).strip():
+            raise StoreError(f"--out={root!r} is empty; give the folder to write the results into")
         self.root = Path(root)
         self.results_dir = self.root / "results"
         self.checkpoint_dir = self.root / "checkpoints"
@@ -356,10 +358,13 @@ class ResultsStore:
         """Make points.jsonl and timings.jsonl hold exactly one valid line per complete point
         (from the result files' own metadata where the log lacks it), rewriting a log
         atomically only when it differs: garbage lines, duplicates and lines of points whose
-        result file is gone or damaged are dropped."""
+        result file is gone or damaged are dropped. Checkpoints of complete points (a kill
+        between the result's rename and the checkpoint's removal) are removed."""
         import pyarrow.parquet as pq
 
         complete = self.complete_hashes()
+        for h in complete:
+            self.remove_checkpoint(h)
         meta = {}
         for h in complete:
             md = pq.read_schema(self.result_path(h)).metadata or {}
