@@ -227,6 +227,12 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
         )
     finite_by_step = _finite_by_step(result)
     problems: list[str] = []
+    recorded_bad = int(np.count_nonzero(~finite_by_step[-1])) if finite_by_step.size else 0
+    if result.num_nonfinite > recorded_bad:
+        problems.append(
+            f"{result.num_nonfinite} of {len(result.finite)} chain pairs went non-finite during the run "
+            f"({result.num_nonfinite - recorded_bad} of them after the last recorded step)"
+        )
 
     rows = []
     for r, step in enumerate(result.steps):

@@ -185,7 +185,10 @@ def _covariance(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
 
 
 def _ridged(cov: np.ndarray) -> np.ndarray:
-    scale = max(float(np.trace(cov)) / cov.shape[0], 1e-300)
+    # In robustly standardised coordinates the unit is one MAD, so the ridge is at least
+    # _RIDGE of that: a side whose samples are all equal (covariance 0) still whitens to
+    # finite values (a relative-only ridge of 1e-306 would overflow the squares).
+    scale = max(float(np.trace(cov)) / cov.shape[0], 1.0)
     return cov + _RIDGE * scale * np.eye(cov.shape[0])
 
 
