@@ -119,6 +119,10 @@ def resolution_ceiling(holdout_p: int, holdout_q: int, delta: float, confidence:
     the two directions; 0 if even that certifies nothing. Events rarer than about
     log(2/(1-confidence))/h cannot be told apart from probability 0.
     """
+    holdout_p = _check_holdout("holdout_p", holdout_p)
+    holdout_q = _check_holdout("holdout_q", holdout_q)
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
     alpha_each = (1.0 - confidence) / 2.0
     best = 0.0
     for h_big, h_small in ((holdout_p, holdout_q), (holdout_q, holdout_p)):
@@ -127,6 +131,17 @@ def resolution_ceiling(holdout_p: int, holdout_q: int, delta: float, confidence:
         if lo_big > delta:
             best = max(best, math.log(lo_big - delta) - math.log(hi_small))
     return best
+
+
+def _check_holdout(name: str, value) -> int:
+    v = _validate.positive_int(name, value)
+    if v >= 2**53:
+        raise ValueError(f"{name}={v} violates {name} < 2**53 (sample counts are carried in float64)")
+    return v
+
+
+# More candidate thresholds than this per tail only repeats thresholds (and costs memory).
+MAX_CANDIDATES_PER_TAIL = 10**6
 
 
 def _candidate_thresholds(t_sel_p: np.ndarray, t_sel_q: np.ndarray, per_tail: int) -> np.ndarray:
@@ -263,6 +278,8 @@ def split_and_fit(samples_p, samples_q, statistic, selection_fraction, candidate
     candidate thresholds."""
     selection_fraction = _validate.in_range("selection_fraction", selection_fraction, 0.0, 1.0, low_open=True, high_open=True)
     candidates_per_tail = _validate.positive_int("candidates_per_tail", candidates_per_tail)
+    if candidates_per_tail > MAX_CANDIDATES_PER_TAIL:
+        raise ValueError(f"candidates_per_tail={candidates_per_tail} violates candidates_per_tail <= {MAX_CANDIDATES_PER_TAIL}")
     seed = _validate.seed("seed", seed)
     x_p, x_q = check_pair(samples_p, samples_q, min_samples=4)
     n_p, n_q = x_p.shape[0], x_q.shape[0]
@@ -414,8 +431,11 @@ def oracle_lower_bound(
     """
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
-    h_p = _validate.positive_int("holdout_p", holdout_p)
-    h_q = _validate.positive_int("holdout_q", holdout_q)
+    h_p = _check_holdout("holdout_p", holdout_p)
+    h_q = _check_holdout("holdout_q", holdout_q)
+    grid_size = _validate.positive_int("grid_size", grid_size)
+    if not 2 <= grid_size <= 10**7:
+        raise ValueError(f"grid_size={grid_size} violates 2 <= grid_size <= 1e7")
     alpha_each = (1.0 - confidence) / 2.0
     if threshold_range is None:
         lo = min(float(law_p.ppf(1e-12)), float(law_q.ppf(1e-12)))

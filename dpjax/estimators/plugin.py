@@ -29,6 +29,8 @@ from .lower_bound import epsilon_lower_bound
 from .statistics import Statistic, apply_in_chunks, check_confidence, check_delta, check_pair, fit_statistic
 
 _BISECTION_STEPS = 80
+# Bootstrap resamples beyond this add nothing to a 2-decimal interval and cost memory.
+MAX_BOOTSTRAP = 10**6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +69,8 @@ def bin_pair(
         raise ValueError(f"bins={bins!r} violates bins 'auto' or a positive integer")
     else:
         num = _validate.positive_int("bins", bins)
+        if num > pooled_size:
+            raise ValueError(f"bins={num} violates bins <= the pooled sample size {pooled_size} (equal-mass bins need samples)")
     pooled = np.concatenate([t_p, t_q])
     inner = np.unique(np.quantile(pooled, np.arange(1, num) / num))
     # side="right": a value equal to an inner edge goes to the bin above it, consistently.
@@ -134,6 +138,8 @@ def binned_bootstrap(samples_p, samples_q, bins, statistic, min_count, num_boots
     ``paired=None`` resamples rows jointly when both sides have the same size (coupled chains).
     """
     num_bootstrap = _validate.nonnegative_int("num_bootstrap", num_bootstrap)
+    if num_bootstrap > MAX_BOOTSTRAP:
+        raise ValueError(f"num_bootstrap={num_bootstrap} violates num_bootstrap <= {MAX_BOOTSTRAP}")
     seed = _validate.seed("seed", seed)
     if paired is not None and not isinstance(paired, (bool, np.bool_)):
         raise TypeError(f"paired={paired!r} violates paired in (None, True, False)")

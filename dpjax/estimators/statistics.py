@@ -28,10 +28,7 @@ def as_samples(name: str, value) -> np.ndarray:
     Raises on an empty array, more than 2 axes, or any non-finite entry (naming its index):
     a NaN in a sample means the chain diverged, which must not be silently dropped.
     """
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} has dtype {arr.dtype}; expected real numbers")
-    arr = arr.astype(np.float64, copy=False)
+    arr = _validate.real_array(name, value)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
