@@ -378,3 +378,17 @@ def test_a_point_whose_pairs_all_diverge_is_recorded_and_the_sweep_goes_on(tmp_p
     at_4 = df[(df["config_hash"] == diverging) & (df["step"] == 4)]
     assert at_4["error"].isna().all() and np.isfinite(at_4["value"]).all()
     assert df[df["config_hash"] == fine]["error"].isna().all()
+
+
+def test_closed_form_quantities_that_cannot_apply_fail_before_any_chain():
+    from dpjax.sweep.runner import validate
+
+    config = json.loads(json.dumps(CONFIG))
+    config["defaults"].update(
+        model={"name": "bayesian_linear_regression", "dim": 2},
+        data={"generator": "regression", "n": 6, "seed": 2, "record": {"x": [3.0, -3.0], "y": 5.0}},
+        quantities=[{"name": "exact_epsilon", "delta": 0.01}],
+    )
+    points, _ = C.expand(config)
+    with pytest.raises(C.ConfigError, match=r"points\[0\]\.quantities\[0\] \(exact_epsilon\): .*needs equal covariances"):
+        validate(points)

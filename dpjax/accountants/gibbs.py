@@ -208,7 +208,7 @@ def _prec(n, temperature, prior_precision):
     return n * V.positive("temperature", temperature) + V.nonnegative("prior_precision", prior_precision)
 
 
-@V.arguments(epsilon="numbers", temperature="number", n="int", radius="number", prior_precision="number")
+@V.arguments(epsilon="numbers", temperature="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_theorem15_delta(epsilon, temperature: float, n: int, radius: float, prior_precision: float = 0.0):
     """(B.4): delta = exp(-(n beta + lambda)/(8 r^2 beta^2) (eps - 2 r^2 beta^2/(n beta + lambda))^2)
     for eps >= 2 r^2 beta^2/(n beta + lambda); 1 below."""
@@ -222,7 +222,7 @@ def gaussian_mean_theorem15_delta(epsilon, temperature: float, n: int, radius: f
     return out if out.ndim else float(out)
 
 
-@V.arguments(orders="array", temperature="number", n="int", radius="number", prior_precision="number")
+@V.arguments(orders="array", temperature="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_exact_rdp(orders, temperature: float, n: int, radius: float, prior_precision: float = 0.0) -> np.ndarray:
     """Exact worst-case RDP: order beta^2 (2r)^2/(2 (n beta + lambda)) (equal covariances; the
     worst pair has |x1 - x1'| = 2r)."""
@@ -236,7 +236,7 @@ def _mu(temperature, n, radius, prior_precision) -> float:
     return temperature * 2.0 * radius / math.sqrt(_prec(n, temperature, prior_precision))
 
 
-@V.arguments(delta="number", temperature="number", n="int", radius="number", prior_precision="number")
+@V.arguments(delta="number", temperature="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_exact_epsilon(delta: float, temperature: float, n: int, radius: float, prior_precision: float = 0.0) -> float:
     """Tight eps(delta) of the Gibbs posterior for Gaussian mean (analytic Gaussian mechanism)."""
     r = V.positive("radius", radius)
@@ -261,7 +261,7 @@ def analytic_gaussian_max_mu(epsilon: float, delta: float) -> float:
     return lo
 
 
-@V.arguments(rho="number", n="int", radius="number", prior_precision="number")
+@V.arguments(rho="number", n="number", radius="number", prior_precision="number")
 def temperature_from_rho(rho: float, n: int, radius: float, prior_precision: float = 0.0) -> float:
     """Solve 2 r^2 beta^2/(n beta + lambda) = rho for beta > 0 (the Gaussian-mean posterior's
     worst-case zCDP parameter equals rho; mu^2/2 for the Gaussian mechanism's mu)."""
@@ -271,7 +271,7 @@ def temperature_from_rho(rho: float, n: int, radius: float, prior_precision: flo
     return (rho * n + disc) / (4.0 * r2)
 
 
-@V.arguments(epsilon="number", delta="number", n="int", radius="number", prior_precision="number")
+@V.arguments(epsilon="number", delta="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_temperature_b89(epsilon: float, delta: float, n: int, radius: float, prior_precision: float = 0.0) -> float:
     """Largest beta with Theorem 15's delta <= delta: (B.8) beta = (n/(2 r^2)) eta(eps, delta) at
     lambda = 0; for lambda > 0 the root of 2 r^2 beta^2/(n beta + lambda) = eta."""
@@ -281,7 +281,7 @@ def gaussian_mean_temperature_b89(epsilon: float, delta: float, n: int, radius: 
     return temperature_from_rho(eta_b9(epsilon, delta), n, r, lam)
 
 
-@V.arguments(epsilon="number", delta="number", n="int", radius="number")
+@V.arguments(epsilon="number", delta="number", n="number", radius="number")
 def gaussian_mean_temperature_b7(epsilon: float, delta: float, n: int, radius: float) -> float:
     """(B.7), the classical Gaussian-mechanism rule (Hall 2013, Prop 1.3.3) at lambda = 0:
     beta <= eps^2 n / (8 r^2 log(2/delta)) (a sufficient rule for eps <= 1)."""
@@ -292,7 +292,7 @@ def gaussian_mean_temperature_b7(epsilon: float, delta: float, n: int, radius: f
     return e * e * n / (8.0 * r * r * math.log(2.0 / d))
 
 
-@V.arguments(epsilon="number", delta="number", n="int", radius="number", prior_precision="number")
+@V.arguments(epsilon="number", delta="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_temperature_exact(epsilon: float, delta: float, n: int, radius: float, prior_precision: float = 0.0) -> float:
     """Largest beta with tight (eps, delta)-DP: mu(beta) = 2 r beta/sqrt(n beta + lambda) equal
     to the analytic Gaussian mechanism's largest mu; i.e. rho = mu*^2/2 in 2 r^2 beta^2/(n beta + lambda)."""
@@ -342,7 +342,7 @@ def _logit_gibbs_log_cdf(successes, temperature, n, prior_mean, prior_variance):
     return peak + math.log(total), log_cdf
 
 
-@V.arguments(epsilon="number", temperature="number", n="int", prior_variance="number", prior_mean="number")
+@V.arguments(epsilon="number", temperature="number", n="number", prior_variance="number", prior_mean="number")
 def bernoulli_logit_gibbs_delta(epsilon: float, temperature: float, n: int, prior_variance: float, prior_mean: float = 0.0) -> float:
     """Exact worst-case delta(eps) of one sample from paper 002 Example 17's Gibbs posterior
     G(theta | D) ∝ sigma(theta)^(beta k) (1 - sigma(theta))^(beta (n - k)) N(theta; mu, v),
@@ -373,7 +373,7 @@ def bernoulli_logit_gibbs_delta(epsilon: float, temperature: float, n: int, prio
     return worst
 
 
-@V.arguments(epsilon="number", delta="number", n="int", prior_variance="number", prior_mean="number", rtol="number")
+@V.arguments(epsilon="number", delta="number", n="number", prior_variance="number", prior_mean="number", rtol="number")
 def bernoulli_logit_gibbs_max_temperature(epsilon: float, delta: float, n: int, prior_variance: float, prior_mean: float = 0.0, rtol: float = 1e-6) -> float:
     """Largest beta with exact worst-case delta(eps) <= delta for Example 17 at this n
     (bisection in log beta; delta(eps) grows with beta, which the result's checks confirm)."""

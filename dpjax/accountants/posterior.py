@@ -164,7 +164,7 @@ def sgld_paper_posterior_threshold(order: float, beta: float, x_high: float, x_l
     return max(1.0 + 10.0 * ratio * order / beta, 1.0 + order * ratio)
 
 
-@V.arguments(n="int", order="number", alpha="number", beta="number", x_high="number", x_low="number", gamma1="number", c="number")
+@V.arguments(n="number", order="number", alpha="number", beta="number", x_high="number", x_low="number", gamma1="number", c="number")
 def sgld_paper_posterior_rdp_bound(n: int, order: float, alpha: float, beta: float, x_high: float, x_low: float, gamma1: float, c: float) -> float:
     """eps1 of paper 000 Lemma 4.2: one posterior sample of the Bayesian linear regression
     problem on the domain D(n, gamma1, x_h, x_l, c) of eq. 5 is (nu, eps1)-RDP.
@@ -193,7 +193,7 @@ def sgld_paper_posterior_rdp_bound(n: int, order: float, alpha: float, beta: flo
     return float(t1 + t2 + t3 + t4 + t5)
 
 
-@V.arguments(n="int", orders="array", alpha="number", beta="number", x_high="number", x_low="number", gamma1="number", c="number")
+@V.arguments(n="number", orders="array", alpha="number", beta="number", x_high="number", x_low="number", gamma1="number", c="number")
 def sgld_paper_posterior_curve(n: int, orders, alpha: float, beta: float, x_high: float, x_low: float, gamma1: float, c: float) -> PrivacyCurve:
     """Lemma 4.2 as an RDP curve over ``orders`` (every order must satisfy the lemma's n
     condition; the error names the first that does not). Its Mironov conversion is Lemma 4.3."""
@@ -208,7 +208,7 @@ def sgld_paper_posterior_curve(n: int, orders, alpha: float, beta: float, x_high
     return PrivacyCurve.from_rdp(orders, rdp, prov)
 
 
-@V.arguments(n="int", order="number", delta="number", alpha="number", beta="number", x_high="number", x_low="number", gamma1="number", c="number")
+@V.arguments(n="number", order="number", delta="number", alpha="number", beta="number", x_high="number", x_low="number", gamma1="number", c="number")
 def sgld_paper_posterior_epsilon_bound(n: int, order: float, delta: float, alpha: float, beta: float, x_high: float, x_low: float, gamma1: float, c: float) -> float:
     """Paper 000 Lemma 4.3: (eps1 + ln(1/delta)/(nu - 1), delta)-DP (Mironov's conversion)."""
     d = V.in_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
@@ -216,7 +216,7 @@ def sgld_paper_posterior_epsilon_bound(n: int, order: float, delta: float, alpha
     return eps1 + math.log(1.0 / d) / (float(order) - 1.0)
 
 
-@V.arguments(n="int", alpha="number", beta="number", x_high="number", x_low="number", c="number")
+@V.arguments(n="number", alpha="number", beta="number", x_high="number", x_low="number", c="number")
 def sgld_paper_posterior_pair(n: int, alpha: float, beta: float, x_high: float, x_low: float, c: float):
     """Posteriors (mean, variance) on paper 000's eq. 7 pair: D1 = n copies of (x_h, c x_h);
     D2 = D1 with one record replaced by (x_l, c x_l).
@@ -245,7 +245,7 @@ class PaperPosteriorExact(NamedTuple):
     epsilon: float  # tight eps at delta, max of both directions
 
 
-@V.arguments(n="int", order="number", delta="number", alpha="number", beta="number", x_high="number", x_low="number", c="number")
+@V.arguments(n="number", order="number", delta="number", alpha="number", beta="number", x_high="number", x_low="number", c="number")
 def sgld_paper_posterior_exact(n: int, order: float, delta: float, alpha: float, beta: float, x_high: float, x_low: float, c: float) -> PaperPosteriorExact:
     """Exact Rényi divergence (order) and tight eps(delta) between the eq. 7 pair's posteriors.
 

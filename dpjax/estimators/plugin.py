@@ -282,6 +282,11 @@ def epsilon_estimate(
     growing as sqrt(n) for pairs with continuous densities; the bootstrap interval is
     conditional on the bin edges and reflects sampling noise only, not the binning bias
     (which is downward, by data processing). See the convergence table in the docs.
+
+    Never a plausible wrong number: the estimate is at least ``certified_lower_bound``
+    (:func:`~dpjax.estimators.epsilon_lower_bound` on the same samples, same ``statistic``,
+    ``confidence`` and ``seed``); where the sample cannot resolve eps(delta) the result has
+    ``resolved=False``, ``note`` says why, ``epsilon`` is a floor and the interval ends at +inf.
     """
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
