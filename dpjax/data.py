@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._validate import ArgumentKindError
+
 ADJACENCIES = ("replace-one", "add-remove")
 
 
@@ -61,7 +63,12 @@ def make_dataset(mask: Any = None, **fields: Any) -> Dataset:
     arrays = {}
     counts = {}
     for name, value in fields.items():
-        arr = np.asarray(value)
+        if value is None or isinstance(value, (str, bytes)):
+            raise ArgumentKindError(f"field {name!r}={value!r} must be an array of numbers with a leading record axis")
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError):
+            raise ArgumentKindError(f"field {name!r} is ragged (its nested sequences differ in length); it must be a rectangular array") from None
         if arr.ndim == 0:
             raise ValueError(f"field {name!r} is a scalar; every field needs a leading record axis")
         if arr.dtype.kind not in "biuf":
@@ -75,7 +82,7 @@ def make_dataset(mask: Any = None, **fields: Any) -> Dataset:
         raise ValueError(f"fields have different record counts {counts}; every field needs the same leading axis length")
     n = next(iter(counts.values()))
     if n == 0:
-        raise ValueError("dataset has 0 records; at least one is needed")
+        raise ValueError(f"fields {sorted(counts)} hold 0 records; a dataset needs at least one")
     if mask is None:
         mask_arr = np.ones(n)
     else:

@@ -118,7 +118,7 @@ def test_same_numbers_on_1_device_4_devices_and_2_processes(tmp_path):
     assert not (tmp_path / "not-written").exists(), "only process 0 writes"
 
     one, four, two = (_sorted(load_results(tmp_path / name)) for name in ("one", "four", "two"))
-    assert len(one) == 1 + 2 + 2 + 2 * 2  # num_nonfinite, lower bound x 2, estimate x 2, path delta 2 eps x 2 steps
+    assert len(one) == 2 + 2 + 2 + 2 * 2  # num_nonfinite x 2 steps, lower bound x 2, estimate x 2, path delta 2 eps x 2 steps
     pd.testing.assert_frame_equal(four, one, check_exact=True)
     pd.testing.assert_frame_equal(two, one, check_exact=True)
     timings = {name: pd.read_json(tmp_path / name / "timings.jsonl", lines=True) for name in ("one", "four", "two")}

@@ -153,4 +153,5 @@ def test_run_points_skips_completed_points_and_rows_are_unique(tmp_path):
     df = load_results(tmp_path)
     assert not df.duplicated(["config_hash", "step", "quantity", "argument"]).any()
     assert set(df["config_hash"]) == {C.point_hash(p) for p in points}
-    assert len(df) == 2 * (1 + 2 + 2)  # num_nonfinite + path_delta x 2 steps + exact x 2 steps
+    assert len(df) == 2 * (2 + 2 + 2)  # num_nonfinite x 2 steps + path_delta x 2 steps + exact x 2 steps
+    assert df["error"].isna().all()

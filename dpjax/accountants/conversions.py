@@ -15,6 +15,7 @@ All functions broadcast like NumPy; ``rdp`` has the orders on its last axis.
 from __future__ import annotations
 
 import numpy as np
+from .. import _validate
 
 CONVERSIONS = ("balle", "mironov")
 _MIN_ORDER_BALLE = 1.01
@@ -41,6 +42,7 @@ def _check_orders_rdp(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
     return orders, rdp
 
 
+@_validate.arguments(orders="array", rdp="array", delta="numbers")
 def rdp_to_epsilon_per_order(orders, rdp, delta, conversion: str = "balle") -> np.ndarray:
     """eps(delta) implied by each order separately; shape of ``rdp`` broadcast with delta."""
     if conversion not in CONVERSIONS:
@@ -61,6 +63,7 @@ def rdp_to_epsilon_per_order(orders, rdp, delta, conversion: str = "balle") -> n
     return np.maximum(eps, 0.0)
 
 
+@_validate.arguments(orders="array", rdp="array", delta="numbers")
 def rdp_to_epsilon(orders, rdp, delta, conversion: str = "balle") -> np.ndarray:
     """Smallest eps over orders such that the RDP curve implies (eps, delta)-DP.
 
@@ -73,6 +76,7 @@ def rdp_to_epsilon(orders, rdp, delta, conversion: str = "balle") -> np.ndarray:
     return np.min(rdp_to_epsilon_per_order(orders, rdp, delta, conversion), axis=-1)
 
 
+@_validate.arguments(orders="array", rdp="array", epsilon="numbers")
 def rdp_to_delta(orders, rdp, epsilon, conversion: str = "balle") -> np.ndarray:
     """Smallest delta over orders such that the RDP curve implies (epsilon, delta)-DP.
 
@@ -96,6 +100,7 @@ def rdp_to_delta(orders, rdp, epsilon, conversion: str = "balle") -> np.ndarray:
     return np.minimum(np.exp(np.min(log_delta, axis=-1)), 1.0)
 
 
+@_validate.arguments(rho="numbers", delta="numbers")
 def zcdp_to_epsilon(rho, delta) -> np.ndarray:
     """eps = rho + 2 sqrt(rho log(1/delta)) for rho-zCDP (Bun & Steinke 2016, Prop 1.3).
 
@@ -108,6 +113,7 @@ def zcdp_to_epsilon(rho, delta) -> np.ndarray:
     return rho + 2.0 * np.sqrt(rho * -np.log(delta))
 
 
+@_validate.arguments(rho="numbers", orders="array")
 def zcdp_rdp(rho, orders) -> np.ndarray:
     """RDP curve of rho-zCDP: rdp(a) = rho * a (Bun & Steinke 2016, Def. 1.1); orders on the last axis."""
     rho_in, rho = rho, np.asarray(rho, dtype=np.float64)
@@ -117,6 +123,7 @@ def zcdp_rdp(rho, orders) -> np.ndarray:
     return rho[..., None] * orders
 
 
+@_validate.arguments(epsilon="numbers", delta="numbers", total_variation="numbers")
 def tv_corrected_delta(epsilon, delta, total_variation) -> np.ndarray:
     """delta + (1 + e^eps) * tv: the delta of an approximate sampler within TV ``tv`` of an
     (eps, delta)-DP target, on both datasets (paper 001 Prop A.2; paper 002 Prop 12).

@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from . import conversions
+from .. import _validate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +29,9 @@ class Provenance:
     released: str = ""  # "last iterate", "path", "posterior sample", ...
 
     def __post_init__(self):
+        for name in ("result", "mode", "released"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"Provenance {name}={getattr(self, name)!r} must be a string")
         # static pytree metadata must be hashable: accept any iterable of assumptions
         if isinstance(self.assumptions, str):
             object.__setattr__(self, "assumptions", (self.assumptions,))
@@ -63,11 +67,13 @@ class PrivacyCurve:
 
     # --- construction -------------------------------------------------------------------
     @classmethod
+    @_validate.arguments(orders="reals", rdp="reals")
     def from_rdp(cls, orders, rdp, provenance: Provenance) -> "PrivacyCurve":
         orders, rdp = conversions._check_orders_rdp(orders, np.broadcast_to(_as_f64(rdp), np.shape(rdp)))
         return cls(orders=orders, rdp=np.array(rdp), provenance=provenance)
 
     @classmethod
+    @_validate.arguments(epsilons="array", deltas="reals")
     def from_profile(cls, epsilons, deltas, provenance: Provenance) -> "PrivacyCurve":
         """A delta(eps) profile on a grid of ``epsilons`` (increasing, >= 0)."""
         eps = _as_f64(epsilons)
@@ -111,6 +117,7 @@ class PrivacyCurve:
         return self.deltas is not None
 
     # --- queries ------------------------------------------------------------------------
+    @_validate.arguments(delta="numbers")
     def epsilon(self, delta, conversion: str = "balle") -> np.ndarray:
         """Smallest eps this curve certifies at ``delta`` (min over RDP orders and profile).
 
@@ -130,6 +137,7 @@ class PrivacyCurve:
             raise ValueError("this curve has neither RDP values nor a profile")
         return np.minimum.reduce(np.broadcast_arrays(*candidates))
 
+    @_validate.arguments(epsilon="numbers")
     def delta(self, epsilon, conversion: str = "balle") -> np.ndarray:
         """Smallest delta this curve certifies at ``epsilon``."""
         candidates = []

@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 
+@V.arguments(n="int", alpha="number", beta="number", x_high="number")
 def paper_step_size(n: int, alpha: float, beta: float, x_high: float) -> float:
     """Paper 000 §4.2: eta = 2 / (alpha + n x_h^2 beta)^2."""
     return 2.0 / (alpha + n * x_high**2 * beta) ** 2
@@ -179,6 +180,7 @@ class EpochLaw(NamedTuple):
         return compress_smooth_family(self.offsets, sds_at, self.n, panels=panels)
 
 
+@V.arguments(epoch="int")
 def epoch_law(problem: CyclicSGLDProblem, epoch: int) -> EpochLaw:
     """Closed-form laws after ``epoch`` full epochs (see module docstring); epoch >= 0."""
     if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
@@ -233,12 +235,14 @@ def lower_bound_epoch(problem: CyclicSGLDProblem) -> LowerBoundEpoch:
 _DIRECTIONS = ("gaussian||mixture", "mixture||gaussian")
 
 
+@V.arguments(epoch="int", delta="number")
 def epoch_end_epsilon(problem: CyclicSGLDProblem, epoch: int, delta: float) -> float:
     """Exact tight eps(delta) between the epoch-end laws on D1 and D2 (larger direction)."""
     law = epoch_law(problem, epoch)
     return mx.mixture_epsilon(math.sqrt(law.variance), law.mixture(), delta)
 
 
+@V.arguments(epoch="int", order="number")
 def epoch_end_renyi(problem: CyclicSGLDProblem, epoch: int, order: float) -> float:
     """Exact Rényi divergence of the given order between the epoch-end laws (larger direction)."""
     law = epoch_law(problem, epoch)
@@ -246,6 +250,7 @@ def epoch_end_renyi(problem: CyclicSGLDProblem, epoch: int, order: float) -> flo
     return max(mx.mixture_renyi(sd, mix, order, d) for d in _DIRECTIONS)
 
 
+@V.arguments(epochs="ints", epsilons="array")
 def epoch_end_profile(problem: CyclicSGLDProblem, epochs, epsilons) -> PrivacyCurve:
     """Exact delta(eps) of releasing the last iterate at each epoch end (larger direction):
     a PrivacyCurve profile with deltas of shape (len(epochs), len(epsilons))."""

@@ -69,6 +69,7 @@ def _hg(hessian, linear) -> tuple[np.ndarray, np.ndarray]:
     return h, g
 
 
+@V.arguments(hessian="numbers", linear="numbers", step_size="number", temperature="number")
 def ula_step_map(hessian, linear, step_size: float, temperature: float = 1.0) -> AffineGaussianStep:
     """One ULA step on U = 1/2 theta^T H theta - g^T theta: A = I - gamma H, b = gamma g, Sigma = 2 gamma T I."""
     h, g = _hg(hessian, linear)
@@ -78,6 +79,7 @@ def ula_step_map(hessian, linear, step_size: float, temperature: float = 1.0) ->
     return AffineGaussianStep(np.eye(d) - gamma * h, gamma * g, 2.0 * gamma * temp * np.eye(d))
 
 
+@V.arguments(step_size="number", temperature="number")
 def step_maps_from_quadratics(hessians, linears, step_size: float, temperature: float = 1.0) -> list[AffineGaussianStep]:
     """SGLD with a fixed batch order: step k uses the quadratic (H_k, g_k) of its batch's
     (rescaled) potential; returns the per-step maps."""
@@ -97,6 +99,7 @@ def _start(mean0, cov0, d: int) -> tuple[np.ndarray, np.ndarray]:
     return m0, c0
 
 
+@V.arguments(mean0="numbers", cov0="numbers")
 def propagate(mean0, cov0, maps: Sequence[AffineGaussianStep]) -> tuple[np.ndarray, np.ndarray]:
     """Means (T+1, d) and covariances (T+1, d, d) at steps 0..T by the exact recursion
     m' = A m + b, C' = A C A^T + Sigma."""
@@ -121,6 +124,7 @@ def _check_steps(steps) -> np.ndarray:
     return s.astype(np.int64)
 
 
+@V.arguments(hessian="numbers", linear="numbers", step_size="number", steps="ints", mean0="numbers", cov0="numbers", temperature="number")
 def ula_law(hessian, linear, step_size: float, steps, mean0=0.0, cov0=0.0, temperature: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Closed-form law of ULA after each count in ``steps``: means (S, d), covariances (S, d, d).
 
@@ -155,6 +159,7 @@ def ula_law(hessian, linear, step_size: float, steps, mean0=0.0, cov0=0.0, tempe
     return means, 0.5 * (covs + np.swapaxes(covs, 1, 2))
 
 
+@V.arguments(mean0="numbers", cov0="numbers")
 def path_law(mean0, cov0, maps: Sequence[AffineGaussianStep], include_start: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Mean (T d,) and covariance (T d, T d) of the stacked path (theta_1, ..., theta_T).
 
@@ -181,6 +186,7 @@ def path_law(mean0, cov0, maps: Sequence[AffineGaussianStep], include_start: boo
     return means[first:].ravel(), big
 
 
+@V.arguments(means1="numbers", covs1="numbers", means2="numbers", covs2="numbers", orders="array")
 def exact_renyi_between_laws(means1, covs1, means2, covs2, orders) -> np.ndarray:
     """Symmetrised exact Rényi max(D_a(P||Q), D_a(Q||P)) for each law pair: shape (S, orders)."""
     orders = np.atleast_1d(np.asarray(orders, dtype=np.float64))
@@ -210,6 +216,7 @@ def _ula_last_iterate_provenance(method: str) -> Provenance:
     )
 
 
+@V.arguments(hessian1="numbers", linear1="numbers", hessian2="numbers", linear2="numbers", step_size="number", steps="ints", orders="array", mean0="numbers", cov0="numbers", temperature="number")
 def exact_last_iterate_curve(
     hessian1, linear1, hessian2, linear2, step_size: float, steps, orders, mean0=0.0, cov0=0.0, temperature: float = 1.0
 ) -> PrivacyCurve:
@@ -221,6 +228,7 @@ def exact_last_iterate_curve(
     return PrivacyCurve.from_rdp(orders, rdp, prov)
 
 
+@V.arguments(hessian1="numbers", linear1="numbers", hessian2="numbers", linear2="numbers", step_size="number", steps="ints", delta="number", mean0="numbers", cov0="numbers", temperature="number")
 def exact_last_iterate_epsilon(
     hessian1, linear1, hessian2, linear2, step_size: float, steps, delta: float, mean0=0.0, cov0=0.0, temperature: float = 1.0
 ) -> np.ndarray:
@@ -245,6 +253,7 @@ def exact_last_iterate_epsilon(
     return out
 
 
+@V.arguments(mean0="numbers", cov0="numbers", orders="array")
 def exact_path_curve(
     mean0, cov0, maps1: Sequence[AffineGaussianStep], maps2: Sequence[AffineGaussianStep], orders, include_start: bool = False
 ) -> PrivacyCurve:
@@ -264,6 +273,7 @@ def exact_path_curve(
     return PrivacyCurve.from_rdp(orders, rdp, prov)
 
 
+@V.arguments(linear_gap="numbers", step_size="number", steps="int", orders="array", temperature="number")
 def ula_path_rdp_shift_only(linear_gap, step_size: float, steps: int, orders, temperature: float = 1.0) -> np.ndarray:
     """Path RDP for a synchronously coupled ULA pair with shared start and H = H':
     steps * a |gamma (g - g')|^2 / (2 * 2 gamma T) = steps * a gamma |g - g'|^2 / (4 T)."""
@@ -275,6 +285,7 @@ def ula_path_rdp_shift_only(linear_gap, step_size: float, steps: int, orders, te
     return k * orders * gamma * float(gap @ gap) / (4.0 * temp)
 
 
+@V.arguments(step_size="number", steps="ints", orders="array", mean0="numbers", cov0="numbers", temperature="number")
 def ula_exact_curve_for_pair(model, pair, step_size: float, steps, orders, mean0=0.0, cov0=0.0, temperature: float = 1.0) -> PrivacyCurve:
     """:func:`exact_last_iterate_curve` for a quadratic model (``dpjax.models.quadratic_form``)
     on a :class:`~dpjax.data.NeighbouringPair`: ULA on U_D and U_D' with a shared start."""
@@ -285,6 +296,7 @@ def ula_exact_curve_for_pair(model, pair, step_size: float, steps, orders, mean0
     return exact_last_iterate_curve(h1, g1, h2, g2, step_size, steps, orders, mean0, cov0, temperature)
 
 
+@V.arguments(hessian1="numbers", linear1="numbers", hessian2="numbers", linear2="numbers", step_size="number", steps="ints", epsilons="array", mean0="numbers", cov0="numbers", temperature="number")
 def exact_last_iterate_profile(
     hessian1, linear1, hessian2, linear2, step_size: float, steps, epsilons, mean0=0.0, cov0=0.0, temperature: float = 1.0
 ) -> PrivacyCurve:
@@ -310,6 +322,7 @@ def exact_last_iterate_profile(
     return PrivacyCurve.from_profile(eps, deltas, prov)
 
 
+@V.arguments(mean0="numbers", cov0="numbers", record_steps="ints", orders="array")
 def exact_last_iterate_curve_from_maps(
     mean0, cov0, maps1: Sequence[AffineGaussianStep], maps2: Sequence[AffineGaussianStep], record_steps, orders
 ) -> PrivacyCurve:

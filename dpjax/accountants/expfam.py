@@ -61,6 +61,7 @@ def _check_order(order) -> float:
 
 
 # --- the general formula -------------------------------------------------------------------
+@V.arguments(eta_p="numbers", eta_q="numbers", order="number")
 def expfam_renyi(
     log_normaliser: Callable[[np.ndarray], float],
     eta_p,
@@ -109,6 +110,7 @@ def beta_in_domain(eta) -> bool:
     return bool(np.all(eta[..., 0] > 0) and np.all(eta[..., 1] - eta[..., 0] > 0))
 
 
+@V.arguments(a="numbers", b="numbers")
 def beta_natural(a, b) -> np.ndarray:
     """Beta(a, b) -> natural parameter (a, a + b)."""
     return np.stack(np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(a, np.float64) + np.asarray(b, np.float64)), axis=-1)
@@ -120,6 +122,7 @@ def beta_from_natural(eta) -> tuple[np.ndarray, np.ndarray]:
     return eta[..., 0], eta[..., 1] - eta[..., 0]
 
 
+@V.arguments(a_p="numbers", b_p="numbers", a_q="numbers", b_q="numbers", order="numbers")
 def beta_renyi(a_p, b_p, a_q, b_q, order) -> np.ndarray:
     """D_order(Beta(a_p, b_p) || Beta(a_q, b_q)), vectorised; +inf where the mixed
     parameters l a_p + (1 - l) a_q or l b_p + (1 - l) b_q are <= 0 (paper 004 eq. 14)."""
@@ -138,6 +141,7 @@ def beta_renyi(a_p, b_p, a_q, b_q, order) -> np.ndarray:
     return out if out.ndim else float(out)
 
 
+@V.arguments(a_p="number", b_p="number", a_q="number", b_q="number")
 def beta_pair_max_finite_order(a_p, b_p, a_q, b_q) -> float:
     """Supremum of the orders l > 1 at which D_l(Beta(a_p, b_p) || Beta(a_q, b_q)) is finite.
 
@@ -236,6 +240,7 @@ def _bisect_largest(f_ok: Callable[[float], bool], upper: float, rtol: float) ->
     return lo
 
 
+@V.arguments(prior_a="number", prior_b="number", n="int", order="number", target_epsilon="number", rtol="number")
 def calibrate_diffuse(prior_a: float, prior_b: float, n: int, order: float, target_epsilon: float, rtol: float = 1e-12) -> float:
     """Largest tempering r in (0, 1] with worst-case D_order <= target (paper 004 Theorem A.11,
     Algorithm 2). The worst case grows with r (the data's weight), so bisection applies; the
@@ -254,6 +259,7 @@ def calibrate_diffuse(prior_a: float, prior_b: float, n: int, order: float, targ
     return _bisect_largest(ok, r_sup, rtol)
 
 
+@V.arguments(prior_a="number", prior_b="number", n="int", order="number", target_epsilon="number", rtol="number")
 def calibrate_concentrated(prior_a: float, prior_b: float, n: int, order: float, target_epsilon: float, rtol: float = 1e-12) -> float:
     """Largest prior scaling m in (0, 1] (prior eta0/m) with worst-case D_order <= target
     (paper 004 Theorem A.13, Algorithm 3), by bisection; the answer is on the safe side."""
@@ -270,6 +276,7 @@ def calibrate_concentrated(prior_a: float, prior_b: float, n: int, order: float,
 
 
 # --- Dirichlet -----------------------------------------------------------------------------
+@V.arguments(alpha="array")
 def dirichlet_natural(alpha) -> np.ndarray:
     """Dirichlet(alpha_1..alpha_d) -> paper 004's natural parameter (alpha_1..alpha_{d-1}, sum alpha)."""
     alpha = np.asarray(alpha, dtype=np.float64)
@@ -293,6 +300,7 @@ def dirichlet_log_normaliser(eta) -> float:
     return gammaln(alpha).sum(axis=-1) - gammaln(alpha.sum(axis=-1))
 
 
+@V.arguments(alpha_p="array", alpha_q="array", order="number")
 def dirichlet_renyi(alpha_p, alpha_q, order) -> float:
     """D_order(Dir(alpha_p) || Dir(alpha_q)) via eq. 14; +inf outside the parameter space."""
     alpha_p = np.asarray(alpha_p, dtype=np.float64)
@@ -304,6 +312,7 @@ def dirichlet_renyi(alpha_p, alpha_q, order) -> float:
     return expfam_renyi(dirichlet_log_normaliser, dirichlet_natural(alpha_p), dirichlet_natural(alpha_q), order, dirichlet_in_domain)
 
 
+@V.arguments(prior_alpha="array", n="int", order="number", diffuse_r="number", concentrate_m="number")
 def dirichlet_worst_case(prior_alpha: Sequence[float], n: int, order: float, diffuse_r: float = 1.0, concentrate_m: float = 1.0) -> WorstCase:
     """Worst case over count vectors of n categorical records and replace-one neighbours of
     D_order for the Dirichlet posterior Dir(alpha0/m + r counts) (paper 004 §A.6.1).
@@ -337,6 +346,7 @@ def dirichlet_worst_case(prior_alpha: Sequence[float], n: int, order: float, dif
 
 
 # --- GLM (tempered posterior, LSI) ---------------------------------------------------------
+@V.arguments(orders="array", temperature="number", lipschitz="number", strong_convexity="number")
 def glm_tempered_posterior_rdp(orders, temperature: float, lipschitz: float, strong_convexity: float) -> np.ndarray:
     """RDP of one sample from exp(-temperature sum loss) x prior: 2 rho^2 L^2 order / m
     (paper 004 §A.7.1 Lemma 1; L-Lipschitz convex loss, m-strongly convex -log prior)."""
@@ -349,6 +359,7 @@ def glm_tempered_posterior_rdp(orders, temperature: float, lipschitz: float, str
     return 2.0 * rho**2 * lip**2 * orders / m
 
 
+@V.arguments(orders="array", temperature="number", lipschitz="number", strong_convexity="number")
 def glm_tempered_posterior_curve(orders, temperature: float, lipschitz: float, strong_convexity: float) -> PrivacyCurve:
     rdp = glm_tempered_posterior_rdp(orders, temperature, lipschitz, strong_convexity)
     prov = Provenance(

@@ -42,6 +42,7 @@ from jax.scipy.special import logsumexp
 from scipy.special import gammaln as gammaln_np
 
 from .._x64 import float64
+from .. import _validate
 
 _GL_NODES_PER_PANEL = 12
 _TAIL_SIGMAS = 10.0  # Gaussian tails beyond 10 sigma carry < e^-50 of the mass
@@ -70,6 +71,7 @@ def _check_inputs(q, noise_multiplier, orders):
 
 
 @float64
+@_validate.arguments(noise_multiplier="numbers", orders="array")
 def gaussian_rdp(noise_multiplier, orders) -> np.ndarray:
     """RDP of the Gaussian mechanism with sensitivity 1: a / (2 sigma^2) (Mironov 2017, Prop. 7).
 
@@ -235,6 +237,7 @@ def _pow2_floor(n: int) -> int:
 # public
 # --------------------------------------------------------------------------------------
 @float64
+@_validate.arguments(q="numbers", noise_multiplier="numbers", orders="array")
 def subsampled_gaussian_rdp(q, noise_multiplier, orders) -> np.ndarray:
     """RDP of one step of the Poisson-subsampled Gaussian mechanism (add/remove adjacency).
 

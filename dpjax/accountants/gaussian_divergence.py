@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 from scipy import linalg, optimize, special
+from .. import _validate
 
 __all__ = [
     "gaussian_renyi",
@@ -104,6 +105,7 @@ def _check_order(order) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------
 # Rényi and KL
+@_validate.arguments(mean1="numbers", cov1="numbers", mean2="numbers", cov2="numbers")
 def gaussian_kl(mean1, cov1, mean2, cov2) -> float:
     """KL(N(m1, S1) || N(m2, S2)) = 1/2 [sum_i (mu_i - log1p(mu_i)) + |L2^{-1}(m1 - m2)|^2].
 
@@ -113,6 +115,7 @@ def gaussian_kl(mean1, cov1, mean2, cov2) -> float:
     return float(0.5 * (-np.sum(log1p_minus_x(eig)) + np.sum(z * z)))
 
 
+@_validate.arguments(mean1="numbers", cov1="numbers", mean2="numbers", cov2="numbers", order="numbers")
 def gaussian_renyi(mean1, cov1, mean2, cov2, order):
     """Rényi divergence D_a(N(m1, S1) || N(m2, S2)) of order a > 0 (a = 1: KL).
 
@@ -231,6 +234,7 @@ def _log_hockey_scalar(mean1: float, sd1: float, mean2: float, sd2: float, eps: 
     return log_p + _log1mexp(gap)
 
 
+@_validate.arguments(mean1="numbers", sd1="numbers", mean2="numbers", sd2="numbers", epsilon="numbers")
 def gaussian_log_hockey_stick(mean1, sd1, mean2, sd2, epsilon):
     """log delta(eps) for P = N(mean1, sd1^2) vs Q = N(mean2, sd2^2) (see gaussian_hockey_stick)."""
     vec = np.vectorize(_log_hockey_scalar, otypes=[np.float64])
@@ -238,6 +242,7 @@ def gaussian_log_hockey_stick(mean1, sd1, mean2, sd2, epsilon):
     return out if np.ndim(out) else float(out)
 
 
+@_validate.arguments(mean1="numbers", sd1="numbers", mean2="numbers", sd2="numbers", epsilon="numbers")
 def gaussian_hockey_stick(mean1, sd1, mean2, sd2, epsilon):
     """delta(eps) = sup_S [P(S) - e^eps Q(S)] for P = N(mean1, sd1^2), Q = N(mean2, sd2^2).
 
@@ -270,6 +275,7 @@ def _check_delta(delta) -> float:
     return d
 
 
+@_validate.arguments(mean1="number", sd1="number", mean2="number", sd2="number", delta="number")
 def gaussian_epsilon(mean1, sd1, mean2, sd2, delta) -> float:
     """Tight eps at ``delta`` for P = N(mean1, sd1^2) vs Q = N(mean2, sd2^2) (one direction).
 
@@ -292,6 +298,7 @@ def _log_analytic_delta(mu: float, eps: float) -> float:
     return float(la + _log1mexp(lb - la))
 
 
+@_validate.arguments(sensitivity_over_sigma="numbers", epsilon="numbers")
 def analytic_gaussian_delta(sensitivity_over_sigma, epsilon):
     """Balle & Wang (2018) Thm 8: delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu),
     for the Gaussian mechanism with mu = sensitivity / sigma (equal variances)."""
@@ -302,6 +309,7 @@ def analytic_gaussian_delta(sensitivity_over_sigma, epsilon):
     return out if np.ndim(out) else float(out)
 
 
+@_validate.arguments(sensitivity_over_sigma="number", delta="number")
 def analytic_gaussian_epsilon(sensitivity_over_sigma, delta) -> float:
     """Tight eps at ``delta`` of the Gaussian mechanism with mu = sensitivity / sigma."""
     mu = float(sensitivity_over_sigma)

@@ -57,11 +57,13 @@ def _delta(delta) -> float:
 
 
 # --- exponential mechanism ----------------------------------------------------------------
+@V.arguments(temperature="number", loss_sensitivity="number")
 def exponential_mechanism_epsilon(temperature: float, loss_sensitivity: float) -> float:
     """eps = 2 beta Delta_L (paper 002 Theorem 3 / eq. A.2), Delta_L = sup |L(., D) - L(., D')|."""
     return 2.0 * V.positive("temperature", temperature) * V.nonnegative("loss_sensitivity", loss_sensitivity)
 
 
+@V.arguments(temperature="number", loss_sensitivity="number", orders="array?")
 def exponential_mechanism_curve(temperature: float, loss_sensitivity: float, orders=None) -> PrivacyCurve:
     """Pure eps-DP as a curve: profile delta(0) = tanh(eps/2) (the TV bound of eps-DP),
     delta(eps) = 0; RDP min(eps, order eps^2/2) (Bun & Steinke 2016 Prop 3.3: eps-DP => eps^2/2-zCDP)."""
@@ -76,6 +78,7 @@ def exponential_mechanism_curve(temperature: float, loss_sensitivity: float, ord
 
 
 # --- Theorem 7 / eq. D.7 ------------------------------------------------------------------
+@V.arguments(temperature="number", lipschitz="number", strong_convexity="number")
 def lsi_rho(temperature: float, lipschitz: float, strong_convexity: float) -> float:
     """rho = 2 L^2 beta^2 / m (the KL bound D.6 and the zCDP parameter)."""
     b = V.positive("temperature", temperature)
@@ -84,6 +87,7 @@ def lsi_rho(temperature: float, lipschitz: float, strong_convexity: float) -> fl
     return 2.0 * lip * lip * b * b / m
 
 
+@V.arguments(epsilon="numbers", temperature="number", lipschitz="number", strong_convexity="number")
 def lsi_delta(epsilon, temperature: float, lipschitz: float, strong_convexity: float) -> np.ndarray:
     """Eq. D.7: delta(eps) = exp(-(eps - rho)^2/(4 rho)) for eps > rho (= m/(8 L^2 beta^2) form);
     1 (no guarantee) for eps <= rho."""
@@ -95,6 +99,7 @@ def lsi_delta(epsilon, temperature: float, lipschitz: float, strong_convexity: f
     return out if out.ndim else float(out)
 
 
+@V.arguments(delta="numbers", temperature="number", lipschitz="number", strong_convexity="number")
 def lsi_epsilon(delta, temperature: float, lipschitz: float, strong_convexity: float) -> float:
     """Exact inverse of D.7: eps(delta) = 2 L^2 beta^2/m + 2 L beta sqrt(2 log(1/delta)/m)."""
     d = _delta(delta)
@@ -102,6 +107,7 @@ def lsi_epsilon(delta, temperature: float, lipschitz: float, strong_convexity: f
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / d))
 
 
+@V.arguments(temperature="number", lipschitz="number", strong_convexity="number", epsilons="array?")
 def lsi_profile_curve(temperature: float, lipschitz: float, strong_convexity: float, epsilons=None) -> PrivacyCurve:
     """D.7 as a delta(eps) profile on a grid of eps (default: 400 points up to delta ~ 1e-300)."""
     rho = lsi_rho(temperature, lipschitz, strong_convexity)
@@ -116,6 +122,7 @@ def lsi_profile_curve(temperature: float, lipschitz: float, strong_convexity: fl
     return PrivacyCurve.from_profile(epsilons, lsi_delta(epsilons, temperature, lipschitz, strong_convexity), prov)
 
 
+@V.arguments(temperature="number", lipschitz="number", strong_convexity="number", orders="array")
 def lsi_zcdp_curve(temperature: float, lipschitz: float, strong_convexity: float, orders) -> PrivacyCurve:
     """rho-zCDP form, RDP = rho * order with rho = 2 L^2 beta^2/m (paper 004 §A.7.1 Lemma 1)."""
     rho = lsi_rho(temperature, lipschitz, strong_convexity)
@@ -129,6 +136,7 @@ def lsi_zcdp_curve(temperature: float, lipschitz: float, strong_convexity: float
     return PrivacyCurve.from_rdp(orders, rho * orders, prov)
 
 
+@V.arguments(epsilon="number", delta="number")
 def eta_b9(epsilon: float, delta: float) -> float:
     """eta(eps, delta) = eps + 2 log(1/delta) - 2 sqrt(log(1/delta)(eps + log(1/delta))) (B.9)
     = (sqrt(t + eps) - sqrt(t))^2 with t = log(1/delta): evaluated as
@@ -139,6 +147,7 @@ def eta_b9(epsilon: float, delta: float) -> float:
     return e * e / (math.sqrt(t + e) + math.sqrt(t)) ** 2
 
 
+@V.arguments(epsilon="number", delta="number", lipschitz="number", strong_convexity="number")
 def lsi_temperature(epsilon: float, delta: float, lipschitz: float, strong_convexity: float) -> float:
     """Largest beta for which D.7 gives (eps, delta): rho = 2 L^2 beta^2/m = eta(eps, delta)."""
     lip = V.positive("lipschitz", lipschitz)
@@ -146,6 +155,7 @@ def lsi_temperature(epsilon: float, delta: float, lipschitz: float, strong_conve
     return math.sqrt(eta_b9(epsilon, delta) * m / 2.0) / lip
 
 
+@V.arguments(delta="number")
 def corollary8_max_epsilon(delta: float) -> float:
     """Largest eps at which Corollary 8's beta is sufficient by D.7 itself.
 
@@ -157,6 +167,7 @@ def corollary8_max_epsilon(delta: float) -> float:
     return 2.0 * s / (s + math.sqrt(s * s - s))
 
 
+@V.arguments(epsilon="number", delta="number", lipschitz="number", strong_convexity="number")
 def corollary8_temperature(epsilon: float, delta: float, lipschitz: float, strong_convexity: float) -> float:
     """Corollary 8 (eq. C.1): beta < (eps/(2L)) sqrt(m/(1 + 2 log(1/delta))) gives (eps, delta)-DP.
 
@@ -178,6 +189,7 @@ def corollary8_temperature(epsilon: float, delta: float, lipschitz: float, stron
 
 
 # --- Gaussian mean (App. B) ---------------------------------------------------------------
+@V.arguments(data="array", temperature="number", prior_precision="number")
 def gaussian_mean_posterior(data, temperature: float, prior_precision: float):
     """(B.3): N(beta sum x/(n beta + lambda), I/(n beta + lambda)); data has shape (n, d) or (n,).
     Returns (mean (d,), variance)."""
@@ -196,6 +208,7 @@ def _prec(n, temperature, prior_precision):
     return n * V.positive("temperature", temperature) + V.nonnegative("prior_precision", prior_precision)
 
 
+@V.arguments(epsilon="numbers", temperature="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_theorem15_delta(epsilon, temperature: float, n: int, radius: float, prior_precision: float = 0.0):
     """(B.4): delta = exp(-(n beta + lambda)/(8 r^2 beta^2) (eps - 2 r^2 beta^2/(n beta + lambda))^2)
     for eps >= 2 r^2 beta^2/(n beta + lambda); 1 below."""
@@ -209,6 +222,7 @@ def gaussian_mean_theorem15_delta(epsilon, temperature: float, n: int, radius: f
     return out if out.ndim else float(out)
 
 
+@V.arguments(orders="array", temperature="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_exact_rdp(orders, temperature: float, n: int, radius: float, prior_precision: float = 0.0) -> np.ndarray:
     """Exact worst-case RDP: order beta^2 (2r)^2/(2 (n beta + lambda)) (equal covariances; the
     worst pair has |x1 - x1'| = 2r)."""
@@ -222,12 +236,14 @@ def _mu(temperature, n, radius, prior_precision) -> float:
     return temperature * 2.0 * radius / math.sqrt(_prec(n, temperature, prior_precision))
 
 
+@V.arguments(delta="number", temperature="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_exact_epsilon(delta: float, temperature: float, n: int, radius: float, prior_precision: float = 0.0) -> float:
     """Tight eps(delta) of the Gibbs posterior for Gaussian mean (analytic Gaussian mechanism)."""
     r = V.positive("radius", radius)
     return analytic_gaussian_epsilon(_mu(temperature, n, r, prior_precision), _delta(delta))
 
 
+@V.arguments(epsilon="number", delta="number")
 def analytic_gaussian_max_mu(epsilon: float, delta: float) -> float:
     """Largest mu = sensitivity/sigma with analytic-Gaussian delta(eps) <= delta (bisection;
     delta(eps) increases with mu). Returned on the safe side, relative precision 1e-13."""
@@ -245,6 +261,7 @@ def analytic_gaussian_max_mu(epsilon: float, delta: float) -> float:
     return lo
 
 
+@V.arguments(rho="number", n="number", radius="number", prior_precision="number")
 def temperature_from_rho(rho: float, n: int, radius: float, prior_precision: float = 0.0) -> float:
     """Solve 2 r^2 beta^2/(n beta + lambda) = rho for beta > 0 (the Gaussian-mean posterior's
     worst-case zCDP parameter equals rho; mu^2/2 for the Gaussian mechanism's mu)."""
@@ -254,6 +271,7 @@ def temperature_from_rho(rho: float, n: int, radius: float, prior_precision: flo
     return (rho * n + disc) / (4.0 * r2)
 
 
+@V.arguments(epsilon="number", delta="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_temperature_b89(epsilon: float, delta: float, n: int, radius: float, prior_precision: float = 0.0) -> float:
     """Largest beta with Theorem 15's delta <= delta: (B.8) beta = (n/(2 r^2)) eta(eps, delta) at
     lambda = 0; for lambda > 0 the root of 2 r^2 beta^2/(n beta + lambda) = eta."""
@@ -263,6 +281,7 @@ def gaussian_mean_temperature_b89(epsilon: float, delta: float, n: int, radius: 
     return temperature_from_rho(eta_b9(epsilon, delta), n, r, lam)
 
 
+@V.arguments(epsilon="number", delta="number", n="number", radius="number")
 def gaussian_mean_temperature_b7(epsilon: float, delta: float, n: int, radius: float) -> float:
     """(B.7), the classical Gaussian-mechanism rule (Hall 2013, Prop 1.3.3) at lambda = 0:
     beta <= eps^2 n / (8 r^2 log(2/delta)) (a sufficient rule for eps <= 1)."""
@@ -273,6 +292,7 @@ def gaussian_mean_temperature_b7(epsilon: float, delta: float, n: int, radius: f
     return e * e * n / (8.0 * r * r * math.log(2.0 / d))
 
 
+@V.arguments(epsilon="number", delta="number", n="number", radius="number", prior_precision="number")
 def gaussian_mean_temperature_exact(epsilon: float, delta: float, n: int, radius: float, prior_precision: float = 0.0) -> float:
     """Largest beta with tight (eps, delta)-DP: mu(beta) = 2 r beta/sqrt(n beta + lambda) equal
     to the analytic Gaussian mechanism's largest mu; i.e. rho = mu*^2/2 in 2 r^2 beta^2/(n beta + lambda)."""
@@ -322,6 +342,7 @@ def _logit_gibbs_log_cdf(successes, temperature, n, prior_mean, prior_variance):
     return peak + math.log(total), log_cdf
 
 
+@V.arguments(epsilon="number", temperature="number", n="number", prior_variance="number", prior_mean="number")
 def bernoulli_logit_gibbs_delta(epsilon: float, temperature: float, n: int, prior_variance: float, prior_mean: float = 0.0) -> float:
     """Exact worst-case delta(eps) of one sample from paper 002 Example 17's Gibbs posterior
     G(theta | D) ∝ sigma(theta)^(beta k) (1 - sigma(theta))^(beta (n - k)) N(theta; mu, v),
@@ -352,6 +373,7 @@ def bernoulli_logit_gibbs_delta(epsilon: float, temperature: float, n: int, prio
     return worst
 
 
+@V.arguments(epsilon="number", delta="number", n="number", prior_variance="number", prior_mean="number", rtol="number")
 def bernoulli_logit_gibbs_max_temperature(epsilon: float, delta: float, n: int, prior_variance: float, prior_mean: float = 0.0, rtol: float = 1e-6) -> float:
     """Largest beta with exact worst-case delta(eps) <= delta for Example 17 at this n
     (bisection in log beta; delta(eps) grows with beta, which the result's checks confirm)."""

@@ -57,6 +57,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .curve import PrivacyCurve, Provenance
+from .. import _validate
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -175,6 +176,7 @@ def _orders(orders: Optional[Sequence[float]]) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------
 # the Girsanov curve itself
+@_validate.arguments(constant="number", orders="array")
 def girsanov_rdp(constant: float, orders) -> np.ndarray:
     """eps_a = a C / 4 at each order a (paper 001 Lemma 4.2 applied as in eqs. 19, 22)."""
     C = _nonnegative("constant", constant, "the Girsanov bound")
@@ -184,6 +186,7 @@ def girsanov_rdp(constant: float, orders) -> np.ndarray:
     return a * (C / 4.0)
 
 
+@_validate.arguments(constant="number", delta="number")
 def girsanov_epsilon(constant: float, delta: float, form: str = "girsanov") -> float:
     """The (eps, delta) statement of paper 001 in closed form.
 
@@ -201,6 +204,7 @@ def girsanov_epsilon(constant: float, delta: float, form: str = "girsanov") -> f
     return head + math.sqrt(C * math.log(1.0 / d))
 
 
+@_validate.arguments(constant="number", orders="array?")
 def girsanov_curve(constant: float, provenance: Provenance, orders=None) -> PrivacyCurve:
     """The RDP curve a -> a C / 4 on the default orders (plus ``orders``)."""
     grid = _orders(orders)
@@ -209,6 +213,7 @@ def girsanov_curve(constant: float, provenance: Provenance, orders=None) -> Priv
 
 # ------------------------------------------------------------------------------------------
 # constants of the generic propositions
+@_validate.arguments(drift_gap="number", horizon="number", inverse_temperature="number")
 def path_constant(drift_gap: float, horizon: float, inverse_temperature: float = 1.0) -> float:
     """Prop 4.5: C1(T) = c^2 beta T, for a same-point drift gap |f_D(x) - f_D'(x)| <= c (eq. 18)."""
     where = "Proposition 4.5"
@@ -218,6 +223,7 @@ def path_constant(drift_gap: float, horizon: float, inverse_temperature: float =
     return c * c * beta * T
 
 
+@_validate.arguments(sync_distance="number", lipschitz="number", drift_gap="number", inverse_temperature="number")
 def last_value_constant(sync_distance: float, lipschitz: float, drift_gap: float, inverse_temperature: float = 1.0) -> float:
     """Prop 4.6: C2 = beta (C (L + 1) + c)^2, where sup_t |X^D_t - X^D'_t| <= C a.s. under
     synchronous coupling (eq. 21) and |f_D(x) - f_D'(y)| <= L|x - y| + c (eq. 20)."""
@@ -229,6 +235,7 @@ def last_value_constant(sync_distance: float, lipschitz: float, drift_gap: float
     return beta * (Cs * (L + 1.0) + c) ** 2
 
 
+@_validate.arguments(sync_distance="number", lipschitz="number", drift_gap="number")
 def optimal_window(sync_distance: float, lipschitz: float, drift_gap: float) -> float:
     """tau* = C / (L C + c), the window minimising beta tau (L C + c + C/tau)^2 (not in paper 001)."""
     where = "the windowed Proposition 4.6"
@@ -242,6 +249,7 @@ def optimal_window(sync_distance: float, lipschitz: float, drift_gap: float) -> 
     return Cs / (L * Cs + c)
 
 
+@_validate.arguments(sync_distance="number", lipschitz="number", drift_gap="number", inverse_temperature="number", horizon="number?")
 def windowed_last_value_constant(
     sync_distance: float,
     lipschitz: float,
@@ -281,6 +289,7 @@ def windowed_last_value_constant(
     return windowed if T is None else min(windowed, path_constant(c, T, beta))
 
 
+@_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number", batch_size="int")
 def synchronous_distance(grad_bound: float, strong_convexity: float, smoothness: float, step_size: float, batch_size: int = 1) -> float:
     """sup_n |x_n^D - x_n^D'| <= 2 c / (s (mu - gamma L^2 / 2)) for synchronously coupled
     chains (paper 001 eqs. 117 and 131; s = 1 for Thms 5.2 and 5.6)."""
@@ -292,6 +301,7 @@ def synchronous_distance(grad_bound: float, strong_convexity: float, smoothness:
 
 # ------------------------------------------------------------------------------------------
 # results of paper 001 as curves
+@_validate.arguments(drift_gap="number", horizon="number", inverse_temperature="number", orders="array?")
 def prop45_path(drift_gap: float, horizon: float, *, inverse_temperature: float = 1.0, orders=None) -> PrivacyCurve:
     """Prop 4.5 (privacy of the path on [0, T]): eps_a = a c^2 beta T / 4."""
     C = path_constant(drift_gap, horizon, inverse_temperature)
@@ -308,6 +318,7 @@ def prop45_path(drift_gap: float, horizon: float, *, inverse_temperature: float 
     return girsanov_curve(C, prov, orders)
 
 
+@_validate.arguments(sync_distance="number", lipschitz="number", drift_gap="number", inverse_temperature="number", horizon="number?", orders="array?")
 def prop46_last_value(
     sync_distance: float,
     lipschitz: float,
@@ -367,6 +378,7 @@ def _windowed_last_iterate_constant(c, mu, L, gamma, beta, s, mode, window, hori
     return windowed_last_value_constant(2.0 * per_step / D, L, 2.0 * per_step, window, beta, horizon)
 
 
+@_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number")
 def thm52_constant(grad_bound: float, strong_convexity: float, smoothness: float, step_size: float, mode: str = "paper") -> float:
     """Theorem 5.2 (ULA last iterate): paper C3 = c^2 (2(L+1)/(mu - gamma L^2/2) + 1)^2;
     strict (2c(L+1)/(mu - gamma L^2/2) + 2c)^2."""
@@ -426,6 +438,7 @@ def _window_horizon(num_steps, step_size, where):
     return _positive_int("num_steps", num_steps, where) * float(step_size)
 
 
+@_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number", num_steps="int?", orders="array?")
 def thm52_ula_last_iterate(
     grad_bound: float,
     strong_convexity: float,
@@ -462,6 +475,7 @@ def thm52_ula_last_iterate(
     return girsanov_curve(C, Provenance(result, mode, assumptions, "last iterate"), orders)
 
 
+@_validate.arguments(grad_gap="number", step_size="number", num_steps="int")
 def thm54_constant(grad_gap: float, step_size: float, num_steps: int) -> float:
     """Theorem 5.4 (ULA path): C5(n) = n gamma c^2, c >= |grad U_D(x) - grad U_D'(x)| (eq. 28)."""
     where = "Theorem 5.4"
@@ -471,6 +485,7 @@ def thm54_constant(grad_gap: float, step_size: float, num_steps: int) -> float:
     return n * gamma * c * c
 
 
+@_validate.arguments(grad_gap="number", step_size="number", num_steps="int", orders="array?")
 def thm54_ula_path(grad_gap: float, step_size: float, num_steps: int, *, orders=None) -> PrivacyCurve:
     """Theorem 5.4: the ULA path (x_1, ..., x_n) is (a, a n gamma c^2 / 4)-RDP; no step-size condition."""
     C = thm54_constant(grad_gap, step_size, num_steps)
@@ -483,6 +498,7 @@ def thm54_ula_path(grad_gap: float, step_size: float, num_steps: int, *, orders=
     return girsanov_curve(C, prov, orders)
 
 
+@_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number", inverse_temperature="number")
 def thm56_constant(
     grad_bound: float, strong_convexity: float, smoothness: float, step_size: float, inverse_temperature: float = 1.0, mode: str = "paper"
 ) -> float:
@@ -495,6 +511,7 @@ def thm56_constant(
     return _last_iterate_constant(c, mu, L, gamma, beta, 1, _mode(mode))
 
 
+@_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number", inverse_temperature="number", orders="array?")
 def thm56_sgld_last_iterate(
     grad_bound: float,
     strong_convexity: float,
@@ -522,6 +539,7 @@ def thm56_sgld_last_iterate(
     return girsanov_curve(C, prov, orders)
 
 
+@_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number", batch_size="int", inverse_temperature="number")
 def thm57_constant(
     grad_bound: float,
     strong_convexity: float,
@@ -541,6 +559,7 @@ def thm57_constant(
     return _last_iterate_constant(c, mu, L, gamma, beta, s, _mode(mode))
 
 
+@_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number", batch_size="int", inverse_temperature="number", num_steps="int?", orders="array?")
 def thm57_sgld_last_iterate(
     grad_bound: float,
     strong_convexity: float,
@@ -588,6 +607,7 @@ def thm57_sgld_last_iterate(
     return girsanov_curve(C, prov, orders)
 
 
+@_validate.arguments(grad_gap="number", step_size="number", num_steps="int", batch_size="int", inverse_temperature="number")
 def thm58_constant(grad_gap: float, step_size: float, num_steps: int, batch_size: int, inverse_temperature: float = 1.0) -> float:
     """Theorem 5.8 (SGLD path): C8(n) = (beta c^2 / s^2) n gamma, c >= |grad l(x, d) - grad l(x, d')| (eq. 36)."""
     where = "Theorem 5.8"
@@ -599,6 +619,7 @@ def thm58_constant(grad_gap: float, step_size: float, num_steps: int, batch_size
     return beta * c * c / (s * s) * n * gamma
 
 
+@_validate.arguments(grad_gap="number", step_size="number", num_steps="int", batch_size="int", inverse_temperature="number", orders="array?")
 def thm58_sgld_path(
     grad_gap: float, step_size: float, num_steps: int, batch_size: int, *, inverse_temperature: float = 1.0, orders=None
 ) -> PrivacyCurve:

@@ -30,6 +30,7 @@ import numpy as np
 from scipy import optimize, special
 
 from .gaussian_divergence import _log1mexp
+from .. import _validate
 
 __all__ = [
     "GaussianMixture1D",
@@ -70,6 +71,7 @@ def _check_mixture(mix: GaussianMixture1D) -> GaussianMixture1D:
     return GaussianMixture1D(m, s, lw)
 
 
+@_validate.arguments(means="array", sds="array")
 def equal_weight_mixture(means, sds) -> GaussianMixture1D:
     """The equal-weight mixture (1/n) sum_r N(means[r], sds[r]^2)."""
     m = np.atleast_1d(np.asarray(means, dtype=np.float64))
@@ -77,6 +79,7 @@ def equal_weight_mixture(means, sds) -> GaussianMixture1D:
     return _check_mixture(GaussianMixture1D(m, s, np.full(m.shape, -math.log(m.size))))
 
 
+@_validate.arguments(size="int", nodes="int")
 def discrete_gauss_rule(size: int, nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """Gauss quadrature for the counting measure on {0, ..., size-1}: ``nodes`` real nodes and
     positive weights (summing to ``size``) with sum_{j<size} p(j) = sum_i w_i p(t_i) exactly for
@@ -131,6 +134,7 @@ def compress_smooth_family(
     return _check_mixture(GaussianMixture1D(offsets_at(j_all), sds_at(j_all), log_w))
 
 
+@_validate.arguments(x="numbers")
 def mixture_logpdf(x, mix: GaussianMixture1D) -> np.ndarray:
     """log m(x) by logsumexp over components, chunked over points."""
     x = np.atleast_1d(np.asarray(x, dtype=np.float64))
@@ -240,6 +244,7 @@ def _check_sd(sd) -> float:
     return v
 
 
+@_validate.arguments(sd="number", epsilon="numbers")
 def mixture_log_hockey_stick(sd: float, mix: GaussianMixture1D, epsilon, direction: str = "gaussian||mixture"):
     """log delta(eps) between G = N(0, sd^2) and the mixture ``mix`` (offsets relative to G's mean).
 
@@ -251,12 +256,14 @@ def mixture_log_hockey_stick(sd: float, mix: GaussianMixture1D, epsilon, directi
     return out if out.ndim else float(out)
 
 
+@_validate.arguments(sd="number", epsilon="numbers")
 def mixture_hockey_stick(sd: float, mix: GaussianMixture1D, epsilon, direction: str = "gaussian||mixture"):
     """delta(eps) between N(0, sd^2) and ``mix``; see :func:`mixture_log_hockey_stick`."""
     out = np.exp(mixture_log_hockey_stick(sd, mix, epsilon, direction))
     return out if np.ndim(out) else float(out)
 
 
+@_validate.arguments(sd="number", delta="number")
 def mixture_epsilon(sd: float, mix: GaussianMixture1D, delta: float, direction: str = "both") -> float:
     """Tight eps at ``delta`` between N(0, sd^2) and ``mix``; "both" = the larger direction."""
     from .gaussian_divergence import _check_delta, _epsilon_from_log_delta
@@ -274,6 +281,7 @@ def mixture_epsilon(sd: float, mix: GaussianMixture1D, delta: float, direction: 
 
 # ------------------------------------------------------------------------------------------
 # Rényi
+@_validate.arguments(sd="number", order="number", nodes_per_panel="int")
 def mixture_renyi(sd: float, mix: GaussianMixture1D, order: float, direction: str = "gaussian||mixture", nodes_per_panel: int = 12) -> float:
     """D_a between N(0, sd^2) and ``mix`` by log-space Gauss–Legendre quadrature in x.
 
@@ -338,6 +346,7 @@ def mixture_renyi(sd: float, mix: GaussianMixture1D, order: float, direction: st
     return max(0.0, log_int / (a - 1))
 
 
+@_validate.arguments(sd="number", epsilon="number", delta="number")
 def full_sum_check(sd: float, compressed: GaussianMixture1D, full: GaussianMixture1D, epsilon: float, delta: float) -> dict:
     """Recompute delta at ``epsilon`` with every component of ``full`` (the optimal sets are
     located with ``compressed``; a root error enters delta only at second order).

@@ -46,6 +46,7 @@ DEFAULT_ORDERS = np.array(
 )
 
 
+@_validate.arguments(step_size="number", inverse_temperature="number", clip_norm="number", gradient_scale="number")
 def langevin_noise_multiplier(
     step_size: float,
     inverse_temperature: float,
@@ -67,6 +68,7 @@ def langevin_noise_multiplier(
     return math.sqrt(2.0 * gamma / beta) / (gamma * g * c * multiplicity)
 
 
+@_validate.arguments(num_steps="int", noise_multiplier="numbers", sampling_rate="numbers", orders="array?")
 def noisy_sgd_curve(
     num_steps: int,
     noise_multiplier,

@@ -60,6 +60,7 @@ def _mean_cov(mean, cov, name: str) -> tuple[np.ndarray, np.ndarray]:
     return m, c
 
 
+@V.arguments(features="array", targets="array", prior_precision="number", noise_precision="number")
 def bayesian_linear_regression_posterior(features, targets, prior_precision: float, noise_precision: float):
     """Posterior of y = X w + N(0, 1/beta), w ~ N(0, I/alpha): N(beta S X^T y, S),
     S = (alpha I + beta X^T X)^-1 (Bishop 2006 eqs. 3.53–3.54; paper 000 Lemma 4.1 for d = 1).
@@ -85,6 +86,7 @@ def bayesian_linear_regression_posterior(features, targets, prior_precision: flo
     return mean, cov
 
 
+@V.arguments(mean1="numbers", cov1="numbers", mean2="numbers", cov2="numbers", orders="array")
 def gaussian_posterior_rdp(mean1, cov1, mean2, cov2, orders) -> np.ndarray:
     """Exact max(D_a(P || Q), D_a(Q || P)) for P = N(mean1, cov1), Q = N(mean2, cov2), per order
     (+inf at orders where a S_Q + (1 - a) S_P is not positive definite)."""
@@ -98,6 +100,7 @@ def gaussian_posterior_rdp(mean1, cov1, mean2, cov2, orders) -> np.ndarray:
     return np.maximum(forward, backward)
 
 
+@V.arguments(mean1="numbers", cov1="numbers", mean2="numbers", cov2="numbers", orders="array")
 def gaussian_posterior_curve(mean1, cov1, mean2, cov2, orders) -> PrivacyCurve:
     """Exact RDP curve of releasing one posterior sample, for one neighbouring pair."""
     rdp = gaussian_posterior_rdp(mean1, cov1, mean2, cov2, orders)
@@ -119,6 +122,7 @@ class PosteriorEpsilon(NamedTuple):
 _DEFAULT_ORDERS = np.concatenate([1.0 + np.logspace(-3, 0, 40), np.linspace(2.05, 64, 200), np.logspace(np.log10(65), 4, 60)])
 
 
+@V.arguments(mean1="numbers", cov1="numbers", mean2="numbers", cov2="numbers", delta="number")
 def gaussian_posterior_epsilon(mean1, cov1, mean2, cov2, delta: float) -> PosteriorEpsilon:
     """eps(delta) of one posterior sample for the pair (both directions, the larger)."""
     m1, c1 = _mean_cov(mean1, cov1, "first")
@@ -153,12 +157,14 @@ def _check_paper_problem(alpha, beta, x_high, x_low, gamma1, c):
     return alpha, beta, x_high, x_low, gamma1, c
 
 
+@V.arguments(order="number", beta="number", x_high="number", x_low="number")
 def sgld_paper_posterior_threshold(order: float, beta: float, x_high: float, x_low: float) -> float:
     """Lemma 4.2's condition is n > max{1 + 10 (x_h^2/x_l^2)(nu/beta), 1 + nu x_h^2/x_l^2}."""
     ratio = x_high**2 / x_low**2
     return max(1.0 + 10.0 * ratio * order / beta, 1.0 + order * ratio)
 
 
+@V.arguments(n="number", order="number", alpha="number", beta="number", x_high="number", x_low="number", gamma1="number", c="number")
 def sgld_paper_posterior_rdp_bound(n: int, order: float, alpha: float, beta: float, x_high: float, x_low: float, gamma1: float, c: float) -> float:
     """eps1 of paper 000 Lemma 4.2: one posterior sample of the Bayesian linear regression
     problem on the domain D(n, gamma1, x_h, x_l, c) of eq. 5 is (nu, eps1)-RDP.
@@ -187,6 +193,7 @@ def sgld_paper_posterior_rdp_bound(n: int, order: float, alpha: float, beta: flo
     return float(t1 + t2 + t3 + t4 + t5)
 
 
+@V.arguments(n="number", orders="array", alpha="number", beta="number", x_high="number", x_low="number", gamma1="number", c="number")
 def sgld_paper_posterior_curve(n: int, orders, alpha: float, beta: float, x_high: float, x_low: float, gamma1: float, c: float) -> PrivacyCurve:
     """Lemma 4.2 as an RDP curve over ``orders`` (every order must satisfy the lemma's n
     condition; the error names the first that does not). Its Mironov conversion is Lemma 4.3."""
@@ -201,6 +208,7 @@ def sgld_paper_posterior_curve(n: int, orders, alpha: float, beta: float, x_high
     return PrivacyCurve.from_rdp(orders, rdp, prov)
 
 
+@V.arguments(n="number", order="number", delta="number", alpha="number", beta="number", x_high="number", x_low="number", gamma1="number", c="number")
 def sgld_paper_posterior_epsilon_bound(n: int, order: float, delta: float, alpha: float, beta: float, x_high: float, x_low: float, gamma1: float, c: float) -> float:
     """Paper 000 Lemma 4.3: (eps1 + ln(1/delta)/(nu - 1), delta)-DP (Mironov's conversion)."""
     d = V.in_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
@@ -208,6 +216,7 @@ def sgld_paper_posterior_epsilon_bound(n: int, order: float, delta: float, alpha
     return eps1 + math.log(1.0 / d) / (float(order) - 1.0)
 
 
+@V.arguments(n="number", alpha="number", beta="number", x_high="number", x_low="number", c="number")
 def sgld_paper_posterior_pair(n: int, alpha: float, beta: float, x_high: float, x_low: float, c: float):
     """Posteriors (mean, variance) on paper 000's eq. 7 pair: D1 = n copies of (x_h, c x_h);
     D2 = D1 with one record replaced by (x_l, c x_l).
@@ -236,6 +245,7 @@ class PaperPosteriorExact(NamedTuple):
     epsilon: float  # tight eps at delta, max of both directions
 
 
+@V.arguments(n="number", order="number", delta="number", alpha="number", beta="number", x_high="number", x_low="number", c="number")
 def sgld_paper_posterior_exact(n: int, order: float, delta: float, alpha: float, beta: float, x_high: float, x_low: float, c: float) -> PaperPosteriorExact:
     """Exact Rényi divergence (order) and tight eps(delta) between the eq. 7 pair's posteriors.
 

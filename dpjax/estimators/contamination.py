@@ -655,7 +655,9 @@ def contamination_epsilon(
     if padded < n:
         raise ValueError(f"pad_records_to={padded} violates pad_records_to >= num_records={n}")
     padded = -(-padded // chunk) * chunk
-    theta_star = V.finite_array("theta_star", np.atleast_1d(np.asarray(theta_star, dtype=float)))
+    seed = V.seed("seed", seed)
+    bootstrap = V.nonnegative_int("bootstrap", bootstrap)
+    theta_star = V.finite_array("theta_star", np.atleast_1d(V.real_array("theta_star", theta_star)))
     if theta_star.shape != (model.dim,):
         raise ValueError(f"theta_star has shape {theta_star.shape}; it must have shape ({model.dim},), the model's dim")
     if model.sample_f is None or model.sample_g is None:
@@ -672,7 +674,7 @@ def contamination_epsilon(
         if isinstance(num_record_grid, bool) or not isinstance(num_record_grid, (int, np.integer)) or num_record_grid < 3:
             raise ValueError(f"num_record_grid={num_record_grid!r} violates num_record_grid an integer >= 3")
         record_grid = np.linspace(model.record_low, model.record_high, num_record_grid)
-    grid = V.finite_array("record_grid", np.asarray(record_grid, dtype=float))
+    grid = V.finite_array("record_grid", V.real_array("record_grid", record_grid))
     if grid.ndim == 1 and not (grid.shape[0] >= 3 and np.all(np.diff(grid) > 0)):
         raise ValueError("record_grid must have >= 3 strictly increasing points (scalar records are refined between neighbours)")
 

@@ -119,6 +119,10 @@ def resolution_ceiling(holdout_p: int, holdout_q: int, delta: float, confidence:
     the two directions; 0 if even that certifies nothing. Events rarer than about
     log(2/(1-confidence))/h cannot be told apart from probability 0.
     """
+    holdout_p = _check_holdout("holdout_p", holdout_p)
+    holdout_q = _check_holdout("holdout_q", holdout_q)
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
     alpha_each = (1.0 - confidence) / 2.0
     best = 0.0
     for h_big, h_small in ((holdout_p, holdout_q), (holdout_q, holdout_p)):
@@ -127,6 +131,17 @@ def resolution_ceiling(holdout_p: int, holdout_q: int, delta: float, confidence:
         if lo_big > delta:
             best = max(best, math.log(lo_big - delta) - math.log(hi_small))
     return best
+
+
+def _check_holdout(name: str, value) -> int:
+    v = _validate.positive_int(name, value)
+    if v >= 2**53:
+        raise ValueError(f"{name}={v} violates {name} < 2**53 (sample counts are carried in float64)")
+    return v
+
+
+# More candidate thresholds than this per tail only repeats thresholds (and costs memory).
+MAX_CANDIDATES_PER_TAIL = 10**6
 
 
 def _candidate_thresholds(t_sel_p: np.ndarray, t_sel_q: np.ndarray, per_tail: int) -> np.ndarray:
@@ -204,13 +219,70 @@ def epsilon_lower_bound(
     """
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
+    if reference is not None and statistic not in ("auto", "identity"):
+        raise ValueError("reference laws describe the scalar output itself: they need scalar samples and statistic='identity'")
+    split = split_and_fit(samples_p, samples_q, statistic, selection_fraction, candidates_per_tail, seed)
+    if reference is not None and split.dim != 1:
+        raise ValueError("reference laws describe the scalar output itself: they need scalar samples and statistic='identity'")
+    alpha_each = (1.0 - confidence) / 2.0
+    chosen = certify(split, lambda lo_p, hi_p, lo_q, hi_q: np.stack([_certified(lo_p, hi_q, delta), _certified(lo_q, hi_p, delta)], axis=-1), alpha_each)
+    eps = float(chosen.value)
+
+    oracle = None
+    if reference is not None:
+        oracle = oracle_lower_bound(reference[0], reference[1], split.h_p, split.h_q, delta, confidence, split.value_range)
+
+    return LowerBoundResult(
+        epsilon=max(eps, 0.0),
+        direction=chosen.direction,
+        tail=chosen.tail,
+        threshold=chosen.threshold,
+        statistic=split.statistic,
+        count_p=chosen.count_p,
+        count_q=chosen.count_q,
+        holdout_p=split.h_p,
+        holdout_q=split.h_q,
+        selection_p=split.m_p,
+        selection_q=split.m_q,
+        prob_p_bounds=chosen.prob_p_bounds,
+        prob_q_bounds=chosen.prob_q_bounds,
+        confidence=confidence,
+        delta=delta,
+        resolution_ceiling=resolution_ceiling(split.h_p, split.h_q, delta, confidence),
+        oracle_epsilon=oracle,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Split:
+    """Samples split into a selection and a held-out part, with the statistic fitted on the
+    selection part: sorted selection values, held-out values, sizes."""
+
+    t_sel_p: np.ndarray
+    t_sel_q: np.ndarray
+    t_hold_p: np.ndarray
+    t_hold_q: np.ndarray
+    m_p: int
+    m_q: int
+    h_p: int
+    h_q: int
+    thresholds: np.ndarray
+    statistic: str
+    dim: int
+    value_range: tuple
+
+
+def split_and_fit(samples_p, samples_q, statistic, selection_fraction, candidates_per_tail, seed) -> _Split:
+    """Steps 1 and the statistic of :func:`epsilon_lower_bound`: validate, permute and split the
+    rows (coupled rows together when n_p == n_q), fit t on the selection part, and list the
+    candidate thresholds."""
     selection_fraction = _validate.in_range("selection_fraction", selection_fraction, 0.0, 1.0, low_open=True, high_open=True)
     candidates_per_tail = _validate.positive_int("candidates_per_tail", candidates_per_tail)
+    if candidates_per_tail > MAX_CANDIDATES_PER_TAIL:
+        raise ValueError(f"candidates_per_tail={candidates_per_tail} violates candidates_per_tail <= {MAX_CANDIDATES_PER_TAIL}")
+    seed = _validate.seed("seed", seed)
     x_p, x_q = check_pair(samples_p, samples_q, min_samples=4)
     n_p, n_q = x_p.shape[0], x_q.shape[0]
-    if reference is not None and (x_p.shape[1] != 1 or statistic not in ("auto", "identity")):
-        raise ValueError("reference laws describe the scalar output itself: they need scalar samples and statistic='identity'")
-
     rng = np.random.default_rng(seed)
     perm_p = rng.permutation(n_p)
     perm_q = perm_p if n_q == n_p else rng.permutation(n_q)
@@ -218,7 +290,6 @@ def epsilon_lower_bound(
     m_q = min(max(1, int(selection_fraction * n_q)), n_q - 1)
     sel_p, hold_p = x_p[perm_p[:m_p]], x_p[perm_p[m_p:]]
     sel_q, hold_q = x_q[perm_q[:m_q]], x_q[perm_q[m_q:]]
-    h_p, h_q = n_p - m_p, n_q - m_q
 
     t_fn = fit_statistic(statistic, sel_p, sel_q)
     stat_name = statistic if isinstance(statistic, str) else getattr(statistic, "__name__", "callable")
@@ -226,16 +297,59 @@ def epsilon_lower_bound(
         stat_name = "identity" if x_p.shape[1] == 1 else "lda"
     t_sel_p = np.sort(apply_in_chunks(t_fn, sel_p))
     t_sel_q = np.sort(apply_in_chunks(t_fn, sel_q))
+    return _Split(
+        t_sel_p=t_sel_p,
+        t_sel_q=t_sel_q,
+        t_hold_p=apply_in_chunks(t_fn, hold_p),
+        t_hold_q=apply_in_chunks(t_fn, hold_q),
+        m_p=m_p,
+        m_q=m_q,
+        h_p=n_p - m_p,
+        h_q=n_q - m_q,
+        thresholds=_candidate_thresholds(t_sel_p, t_sel_q, candidates_per_tail),
+        statistic=stat_name,
+        dim=x_p.shape[1],
+        value_range=(float(min(x_p.min(), x_q.min())), float(max(x_p.max(), x_q.max()))),
+    )
 
-    alpha_each = (1.0 - confidence) / 2.0
-    thresholds = _candidate_thresholds(t_sel_p, t_sel_q, candidates_per_tail)
+
+@dataclasses.dataclass(frozen=True)
+class _Certified:
+    value: float
+    direction: str
+    tail: str
+    threshold: float
+    count_p: int
+    count_q: int
+    prob_p_bounds: tuple
+    prob_q_bounds: tuple
+
+
+def certify(split: _Split, objective, alpha_each: float) -> _Certified:
+    """Steps 2 and 3 of :func:`epsilon_lower_bound` for any certified quantity.
+
+    ``objective(lo_p, hi_p, lo_q, hi_q)`` maps Clopper–Pearson limits of P(S) and Q(S) to the
+    certified value in both DIRECTIONS (last axis), -inf where nothing is certified; it must
+    be non-decreasing in lo_p (lo_q) and non-increasing in hi_q (hi_p) in the direction that
+    uses them, so that the value at the limits is below the value at the truth whenever both
+    limits hold. The set is chosen on the selection part, the value computed on the held-out
+    part.
+    """
+    t_sel_p, t_sel_q, thresholds = split.t_sel_p, split.t_sel_q, split.thresholds
+
+    def limits(k_p, k_q, n_p, n_q):
+        return (
+            clopper_pearson_lower(k_p, n_p, alpha_each),
+            clopper_pearson_upper(k_p, n_p, alpha_each),
+            clopper_pearson_lower(k_q, n_q, alpha_each),
+            clopper_pearson_upper(k_q, n_q, alpha_each),
+        )
+
     # The objective is the confidence bound itself computed on the selection split at its own
     # size (not the plug-in eps, and not selection proportions rescaled to the held-out size):
     # the argmax of a rescaled estimate chases sets whose rare-side count was low by chance
     # and then fails on the held-out part; the selection-size bound penalises such sets.
-    predicted = _bounds_for_counts(
-        _tail_counts(t_sel_p, thresholds), _tail_counts(t_sel_q, thresholds), m_p, m_q, delta, alpha_each
-    )  # (candidates, tails, directions)
+    predicted = objective(*limits(_tail_counts(t_sel_p, thresholds), _tail_counts(t_sel_q, thresholds), split.m_p, split.m_q))
     if thresholds.size == 0 or not np.any(np.isfinite(predicted)):
         # Nothing looks certifiable; test the median split (still a valid, if weak, bound).
         thresholds = np.array([np.median(np.concatenate([t_sel_p, t_sel_q]))])
@@ -244,42 +358,55 @@ def epsilon_lower_bound(
         best = np.unravel_index(int(np.argmax(predicted)), predicted.shape)
     threshold = float(thresholds[best[0]])
     tail, direction = TAILS[best[1]], DIRECTIONS[best[2]]
+    c_p, c_q = _in_set(split.t_hold_p, tail, threshold), _in_set(split.t_hold_q, tail, threshold)
+    lo_p, hi_p, lo_q, hi_q = (float(v) for v in limits(c_p, c_q, split.h_p, split.h_q))
+    value = float(objective(np.asarray(lo_p), np.asarray(hi_p), np.asarray(lo_q), np.asarray(hi_q))[DIRECTIONS.index(direction)])
+    return _Certified(value, direction, tail, threshold, c_p, c_q, (lo_p, hi_p), (lo_q, hi_q))
 
-    t_hold_p = apply_in_chunks(t_fn, hold_p)
-    t_hold_q = apply_in_chunks(t_fn, hold_q)
-    c_p, c_q = _in_set(t_hold_p, tail, threshold), _in_set(t_hold_q, tail, threshold)
-    p_bounds = (float(clopper_pearson_lower(c_p, h_p, alpha_each)), float(clopper_pearson_upper(c_p, h_p, alpha_each)))
-    q_bounds = (float(clopper_pearson_lower(c_q, h_q, alpha_each)), float(clopper_pearson_upper(c_q, h_q, alpha_each)))
-    if direction == "P vs Q":
-        eps = float(_certified(p_bounds[0], q_bounds[1], delta))
-    else:
-        eps = float(_certified(q_bounds[0], p_bounds[1], delta))
 
-    oracle = None
-    if reference is not None:
-        lo = float(min(x_p.min(), x_q.min()))
-        hi = float(max(x_p.max(), x_q.max()))
-        oracle = oracle_lower_bound(reference[0], reference[1], h_p, h_q, delta, confidence, (lo, hi))
+def binary_renyi(p, q, order):
+    """D_a(Bernoulli(p) || Bernoulli(q)) in log space; +inf where q = 0 < p (order > 1)."""
+    p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.where(p > 0, order * np.log(p) + (1 - order) * np.log(q), -np.inf)
+        second = np.where(p < 1, order * np.log1p(-p) + (1 - order) * np.log1p(-q), -np.inf)
+        out = np.logaddexp(first, second) / (order - 1.0)
+    return np.where(np.isnan(out), np.inf, out)
 
-    return LowerBoundResult(
-        epsilon=max(eps, 0.0),
-        direction=direction,
-        tail=tail,
-        threshold=threshold,
-        statistic=stat_name,
-        count_p=c_p,
-        count_q=c_q,
-        holdout_p=h_p,
-        holdout_q=h_q,
-        selection_p=m_p,
-        selection_q=m_q,
-        prob_p_bounds=p_bounds,
-        prob_q_bounds=q_bounds,
-        confidence=confidence,
-        delta=delta,
-        resolution_ceiling=resolution_ceiling(h_p, h_q, delta, confidence),
-        oracle_epsilon=oracle,
-    )
+
+def renyi_lower_bounds(
+    samples_p,
+    samples_q,
+    orders,
+    confidence: float = 0.95,
+    *,
+    statistic: Statistic = "auto",
+    selection_fraction: float = 0.2,
+    candidates_per_tail: int = 400,
+    seed: int = 0,
+) -> np.ndarray:
+    """Per order a, a lower confidence bound on max(D_a(P||Q), D_a(Q||P)) from samples.
+
+    The recipe of :func:`epsilon_lower_bound` with the binary Rényi divergence as objective:
+    for any set S, D_a(P||Q) >= D_a(Bern(P(S)) || Bern(Q(S))) (data processing), and this
+    binary divergence grows with P(S) and falls with Q(S) while P(S) > Q(S); so at the
+    Clopper–Pearson limits p_lo > q_hi it is below the truth whenever both limits hold, which
+    fails with probability <= 1 - ``confidence`` (per order: the sets are chosen per order on
+    the selection part). 0 where nothing is certified.
+    """
+    confidence = check_confidence(confidence)
+    a = np.atleast_1d(np.asarray(orders, dtype=np.float64))
+    split = split_and_fit(samples_p, samples_q, statistic, selection_fraction, candidates_per_tail, seed)
+    alpha_each = (1.0 - confidence) / 2.0
+    out = np.zeros(a.size)
+    for i, order in enumerate(a):
+        def objective(lo_p, hi_p, lo_q, hi_q, order=order):
+            pq = np.where(lo_p > hi_q, binary_renyi(lo_p, hi_q, order), -np.inf)
+            qp = np.where(lo_q > hi_p, binary_renyi(lo_q, hi_p, order), -np.inf)
+            return np.stack([pq, qp], axis=-1)
+
+        out[i] = max(certify(split, objective, alpha_each).value, 0.0)
+    return out
 
 
 def oracle_lower_bound(
@@ -304,8 +431,11 @@ def oracle_lower_bound(
     """
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
-    h_p = _validate.positive_int("holdout_p", holdout_p)
-    h_q = _validate.positive_int("holdout_q", holdout_q)
+    h_p = _check_holdout("holdout_p", holdout_p)
+    h_q = _check_holdout("holdout_q", holdout_q)
+    grid_size = _validate.positive_int("grid_size", grid_size)
+    if not 2 <= grid_size <= 10**7:
+        raise ValueError(f"grid_size={grid_size} violates 2 <= grid_size <= 1e7")
     alpha_each = (1.0 - confidence) / 2.0
     if threshold_range is None:
         lo = min(float(law_p.ppf(1e-12)), float(law_q.ppf(1e-12)))

@@ -42,8 +42,12 @@ def _log_sum_exp_columns(x: np.ndarray) -> np.ndarray:
         return safe + np.log(np.sum(np.exp(x - safe), axis=0))
 
 
+# Bootstrap weights are a (num_bootstrap, num_blocks) float64 array: cap its size (8e8 bytes).
+MAX_BOOTSTRAP_CELLS = 10**8
+
+
 def _check_grid(name: str, value, low: float, low_open: bool) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    arr = np.atleast_1d(_validate.real_array(name, value))
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array; got shape {np.shape(value)}")
     ok = np.isfinite(arr) & ((arr > low) if low_open else (arr >= low))
@@ -72,12 +76,14 @@ class PrivacyLossAccumulator:
     @classmethod
     def create(cls, epsilons, orders=(), num_blocks: int = 100) -> "PrivacyLossAccumulator":
         eps = _check_grid("epsilons", epsilons, 0.0, low_open=False)
-        a = np.asarray(orders, dtype=np.float64).reshape(-1)
+        a = _validate.real_array("orders", orders).reshape(-1)
         if a.size:
             a = _check_grid("orders", a, 1.0, low_open=True)
         k = _validate.positive_int("num_blocks", num_blocks)
         if k < 2:
             raise ValueError(f"num_blocks={k} violates num_blocks >= 2 (the RDP interval resamples blocks)")
+        if a.size * k > MAX_BOOTSTRAP_CELLS:
+            raise ValueError(f"num_blocks={k} with {a.size} orders violates len(orders) * num_blocks <= {MAX_BOOTSTRAP_CELLS:.0e} (memory)")
         return cls(
             epsilons=eps,
             orders=a,
@@ -93,10 +99,7 @@ class PrivacyLossAccumulator:
     def update(self, log_ratio_chunk) -> "PrivacyLossAccumulator":
         """Fold in a chunk of privacy-loss samples L (any shape; flattened), drawn under P."""
         name = f"log_ratio chunk {self.chunks_seen}"
-        arr = np.asarray(log_ratio_chunk)
-        if arr.dtype.kind not in "biuf":
-            raise TypeError(f"{name} has dtype {arr.dtype}; expected real numbers")
-        arr = _validate.finite_array(name, arr.astype(np.float64, copy=False).reshape(-1))
+        arr = _validate.finite_array(name, _validate.real_array(name, log_ratio_chunk).reshape(-1))
         mean, m2, count = self.delta_mean.copy(), self.delta_m2.copy(), self.count
         for start in range(0, arr.size, _SLICE):
             piece = np.sort(arr[start : start + _SLICE])
@@ -151,9 +154,16 @@ class PrivacyLossAccumulator:
         :func:`privacy_loss_profile` for what the intervals guarantee)."""
         confidence = check_confidence(confidence)
         num_bootstrap = _validate.positive_int("num_bootstrap", num_bootstrap)
+        seed = _validate.seed("seed", seed)
+        if self.orders.size and num_bootstrap * self.num_blocks > MAX_BOOTSTRAP_CELLS:
+            raise ValueError(
+                f"num_bootstrap={num_bootstrap} x num_blocks={self.num_blocks} = {num_bootstrap * self.num_blocks:.3g} violates "
+                f"num_bootstrap * num_blocks <= {MAX_BOOTSTRAP_CELLS:.0e} (the bootstrap weights would need "
+                f"{num_bootstrap * self.num_blocks * 8 / 2**30:.3g} GiB)"
+            )
         n = self.count
         if n < 2:
-            raise ValueError(f"the accumulator holds {n} samples; at least 2 are needed")
+            raise ValueError(f"log_ratio holds {n} samples; at least 2 are needed")
         alpha = 1.0 - confidence
         variance = np.maximum(self.delta_m2 / (n - 1), 0.0)
 
@@ -311,6 +321,14 @@ def privacy_loss_profile(
         too low (the tail that carries the mean was not sampled) and so is the interval.
     """
     acc = PrivacyLossAccumulator.create(epsilons, orders, num_blocks)
+    if log_ratio is None or isinstance(log_ratio, (str, bytes)) or not (hasattr(log_ratio, "__array__") or hasattr(log_ratio, "__iter__")):
+        raise TypeError(f"log_ratio={log_ratio!r} must be an array of privacy-loss samples or an iterable of such chunks")
+    # validate what the result needs before consuming the samples
+    check_confidence(confidence)
+    num_bootstrap = _validate.positive_int("num_bootstrap", num_bootstrap)
+    seed = _validate.seed("seed", seed)
+    if acc.orders.size and num_bootstrap * acc.num_blocks > MAX_BOOTSTRAP_CELLS:
+        acc.result(confidence, num_bootstrap, seed)  # raises with the rule
     if isinstance(log_ratio, np.ndarray) or hasattr(log_ratio, "__array__"):
         acc = acc.update(log_ratio)
     else:

@@ -11,6 +11,11 @@ therefore typically *below* the truth for large orders (for N(0,1) vs N(mu,1) th
 region is around mu * a, outside the sample once a * mu exceeds about sqrt(2 log n)), and noisy
 tail bins can push it up for small samples. The bootstrap interval reflects sampling noise
 only. Prefer :func:`~dpjax.estimators.privacy_loss_profile` when the privacy loss is known.
+
+Never below what the samples certify: per order, the estimate is at least the certified lower
+bound on the same samples (:func:`~dpjax.estimators.lower_bound.renyi_lower_bounds`); where the
+histogram falls below it, or merging left a single bin, the order is marked unresolved
+(``resolved`` False, the upper end +inf) instead of returning a plausible 0.
 """
 from __future__ import annotations
 
@@ -21,12 +26,14 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..accountants.curve import PrivacyCurve, Provenance
-from .plugin import _percentile_interval, binned_bootstrap
+from .. import _validate
+from .lower_bound import renyi_lower_bounds
+from .plugin import bias_corrected_interval, binned_bootstrap
 from .statistics import Statistic, check_confidence
 
 
 def _check_orders(orders) -> np.ndarray:
-    a = np.atleast_1d(np.asarray(orders, dtype=np.float64))
+    a = np.atleast_1d(_validate.real_array("orders", orders))
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"orders must be a non-empty 1-D array; got shape {np.shape(orders)}")
     bad = a[~(np.isfinite(a) & (a > 1))]
@@ -49,10 +56,29 @@ def histogram_renyi(hist_big: np.ndarray, hist_small: np.ndarray, orders: np.nda
     return np.maximum(out, 0.0)  # a divergence; clips -1e-16 rounding
 
 
+def _largest_term_share(hist_big: np.ndarray, hist_small: np.ndarray, orders: np.ndarray) -> np.ndarray:
+    """Per order, the share of sum_b big_b^a small_b^(1-a) carried by its largest term. Above
+    one half the estimate is set by a single (tail) bin: the sample does not reach the region
+    that dominates the divergence (for N(0,1) vs N(mu,1), around a * mu)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_terms = np.where(hist_big > 0, orders[:, None] * np.log(hist_big) + (1 - orders[:, None]) * np.log(hist_small), -np.inf)
+    log_terms = np.where(np.isnan(log_terms), np.inf, log_terms)
+    top = np.max(log_terms, axis=1)
+    with np.errstate(invalid="ignore"):
+        share = np.exp(top - logsumexp(log_terms, axis=1))
+    return np.where(np.isfinite(top), share, 1.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class RenyiEstimate:
     """Outcome of :func:`renyi_estimate`: per order, D_a(P||Q), D_a(Q||P), their maximum
-    ``rdp`` and its percentile bootstrap interval (``rdp_lower``, ``rdp_upper``)."""
+    ``rdp`` (raised to ``certified_lower_bound`` where it fell below) and its bias-corrected
+    bootstrap interval (``rdp_lower``, ``rdp_upper``; see
+    :func:`~dpjax.estimators.plugin.bias_corrected_interval`). ``resolved`` per order: False
+    where the histogram cannot resolve the divergence (one bin left after merging, or the
+    plug-in below the certified bound, or a single bin carrying more than half of the
+    histogram's Rényi sum: the tail region that dominates the divergence lies beyond the
+    sample); there ``rdp`` is only a floor and ``rdp_upper`` is +inf."""
 
     orders: np.ndarray
     rdp: np.ndarray
@@ -64,6 +90,8 @@ class RenyiEstimate:
     num_bootstrap: int
     num_bins: int
     statistic: str
+    certified_lower_bound: np.ndarray = None
+    resolved: np.ndarray = None
 
     def curve(self) -> PrivacyCurve:
         """The point estimates as a PrivacyCurve (mode "estimate": not a guarantee)."""
@@ -103,16 +131,25 @@ def renyi_estimate(
     d_pq = histogram_renyi(hp, hq, a)
     d_qp = histogram_renyi(hq, hp, a)
     both = np.maximum(d_pq, d_qp)
-    bounds = np.array([_percentile_interval(both[1:, j], confidence) for j in range(a.size)]).reshape(a.size, 2)
+    bounds = np.array([bias_corrected_interval(float(both[0, j]), both[1:, j], confidence) for j in range(a.size)]).reshape(a.size, 2)
+    certified = renyi_lower_bounds(samples_p, samples_q, a, confidence, statistic=statistic, seed=seed)
+    big_is_p = d_pq[0] >= d_qp[0]
+    one_bin = np.where(big_is_p, _largest_term_share(hp[0], hq[0], a), _largest_term_share(hq[0], hp[0], a)) > 0.5
+    resolved = (both[0] >= certified) & (binned.num_bins >= 2) & ~(one_bin & (both[0] > 0))
+    rdp = np.where(resolved, both[0], np.maximum(both[0], certified))
+    lower = np.where(resolved, bounds[:, 0], np.maximum(certified, np.where(np.isfinite(bounds[:, 0]), np.minimum(bounds[:, 0], rdp), rdp)))
+    upper = np.where(resolved, bounds[:, 1], np.inf)
     return RenyiEstimate(
         orders=a,
-        rdp=both[0],
-        rdp_lower=bounds[:, 0],
-        rdp_upper=bounds[:, 1],
+        rdp=rdp,
+        rdp_lower=lower,
+        rdp_upper=upper,
         divergence_p_q=d_pq[0],
         divergence_q_p=d_qp[0],
         confidence=confidence,
         num_bootstrap=int(num_bootstrap),
         num_bins=binned.num_bins,
         statistic=binned.statistic,
+        certified_lower_bound=certified,
+        resolved=resolved,
     )

@@ -28,10 +28,7 @@ def as_samples(name: str, value) -> np.ndarray:
     Raises on an empty array, more than 2 axes, or any non-finite entry (naming its index):
     a NaN in a sample means the chain diverged, which must not be silently dropped.
     """
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} has dtype {arr.dtype}; expected real numbers")
-    arr = arr.astype(np.float64, copy=False)
+    arr = _validate.real_array(name, value)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
@@ -76,6 +73,11 @@ def fit_statistic(statistic: Statistic, fit_p: np.ndarray, fit_q: np.ndarray) ->
     - ``"auto"``: identity for d = 1, else ``"lda"``;
     - a callable: used as is. It must not have been fitted on the data handed to the estimator
       (or the estimator's guarantee is void).
+
+    The vector statistics are fitted in robust coordinates (per-coordinate median and MAD),
+    leaving rows beyond 1e6 robust scales out of the fit, so a few blown-up rows of a diverging
+    chain neither overflow the fit nor steer it; every returned score is checked finite and a
+    non-finite value raises, naming the row.
     """
     if callable(statistic):
         def user(x: np.ndarray) -> np.ndarray:
@@ -93,27 +95,85 @@ def fit_statistic(statistic: Statistic, fit_p: np.ndarray, fit_q: np.ndarray) ->
         if d != 1:
             raise ValueError(f"statistic='identity' needs scalar samples; got dimension {d}")
         return lambda x: x[:, 0]
-    mean_p, mean_q = fit_p.mean(axis=0), fit_q.mean(axis=0)
+    # Vector statistics are fitted and applied in robustly standardised coordinates
+    # z = (x - median) / MAD, clipped at +-_CLIP: a diverging chain's rows (finite but huge,
+    # e.g. 1e200) would otherwise overflow the covariance and the score to inf - inf = NaN.
+    # Rows beyond _FIT_OUTLIER_SCALES robust scales are left out of the fit only (the fitted
+    # score is still applied to them): any fixed function of the output is a valid statistic
+    # (data processing), so this changes power, never validity.
+    centre, scale = _robust_standardisation(np.concatenate([fit_p, fit_q]))
+    z_p, z_q = _standardise(fit_p, centre, scale), _standardise(fit_q, centre, scale)
+    z_p, z_q = _without_outlying_rows(z_p), _without_outlying_rows(z_q)
+    mean_p, mean_q = z_p.mean(axis=0), z_q.mean(axis=0)
     if statistic == "mean_difference":
-        direction = mean_q - mean_p
-        return lambda x: x @ direction
-    cov_p = _covariance(fit_p, mean_p)
-    cov_q = _covariance(fit_q, mean_q)
+        # the difference of the means in the original coordinates, (mean_q - mean_p) * scale,
+        # applied to x = z * scale + centre: t = z @ (scale^2 (mean_q - mean_p)) + const.
+        direction = scale**2 * (mean_q - mean_p)
+        return _finite_score("mean_difference", lambda x: _standardise(x, centre, scale) @ direction)
+    cov_p = _covariance(z_p, mean_p)
+    cov_q = _covariance(z_q, mean_q)
     if statistic == "lda":
-        pooled = (cov_p * fit_p.shape[0] + cov_q * fit_q.shape[0]) / (fit_p.shape[0] + fit_q.shape[0])
+        pooled = (cov_p * z_p.shape[0] + cov_q * z_q.shape[0]) / (z_p.shape[0] + z_q.shape[0])
         direction = np.linalg.solve(_ridged(pooled), mean_q - mean_p)
-        return lambda x: x @ direction
-    # gaussian_llr: log N(x; mean_q, cov_q) - log N(x; mean_p, cov_p), up to a constant.
+        return _finite_score("lda", lambda x: _standardise(x, centre, scale) @ direction)
+    # gaussian_llr: log N(z; mean_q, cov_q) - log N(z; mean_p, cov_p), up to a constant (the
+    # log-likelihood ratio is the same in z and in x coordinates: the Jacobians cancel).
     chol_p = np.linalg.cholesky(_ridged(cov_p))
     chol_q = np.linalg.cholesky(_ridged(cov_q))
     log_det_gap = np.sum(np.log(np.diag(chol_p))) - np.sum(np.log(np.diag(chol_q)))
 
     def llr(x: np.ndarray) -> np.ndarray:
-        z_p = np.linalg.solve(chol_p, (x - mean_p).T)
-        z_q = np.linalg.solve(chol_q, (x - mean_q).T)
-        return 0.5 * (np.sum(z_p**2, axis=0) - np.sum(z_q**2, axis=0)) + log_det_gap
+        z = _standardise(x, centre, scale)
+        w_p = np.linalg.solve(chol_p, (z - mean_p).T)
+        w_q = np.linalg.solve(chol_q, (z - mean_q).T)
+        return 0.5 * (np.sum(w_p**2, axis=0) - np.sum(w_q**2, axis=0)) + log_det_gap
 
-    return llr
+    return _finite_score("gaussian_llr", llr)
+
+
+# Standardised coordinates are clipped here before a fitted score is applied: squares and
+# whitening of 1e100 stay far from float64 overflow, and no real sample lies that far out in
+# robust scales (rows beyond it are ranked as if they sat at the clip, all in the same tail).
+_CLIP = 1e100
+# Rows with a coordinate further than this many robust scales from the pooled median are left
+# out of the fit of a vector statistic (kept when that would leave fewer than 2 rows a side).
+_FIT_OUTLIER_SCALES = 1e6
+
+
+def _robust_standardisation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-coordinate median and median absolute deviation (1 where the MAD is 0)."""
+    centre = np.median(x, axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mad = np.median(np.abs(x - centre), axis=0)
+    scale = np.where(np.isfinite(mad) & (mad > 0), mad, 1.0)
+    return centre, scale
+
+
+def _standardise(x: np.ndarray, centre: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return np.clip((x - centre) / scale, -_CLIP, _CLIP)
+
+
+def _without_outlying_rows(z: np.ndarray) -> np.ndarray:
+    keep = np.max(np.abs(z), axis=1) <= _FIT_OUTLIER_SCALES
+    return z[keep] if np.count_nonzero(keep) >= 2 else z
+
+
+def _finite_score(name: str, score: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """``score`` with a check that every value is finite (a non-finite statistic would make
+    every threshold comparison, and so every bound and estimate, silently meaningless)."""
+    def checked(x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):
+            t = score(x)
+        if not np.all(np.isfinite(t)):
+            i = int(np.flatnonzero(~np.isfinite(t))[0])
+            raise ValueError(
+                f"statistic={name!r} is non-finite ({t[i]!r}) on sample row {i} (max |x| = {np.max(np.abs(x[i])):.3g}); "
+                "the samples are too extreme for this score: pass a callable statistic that maps them to finite values"
+            )
+        return t
+
+    return checked
 
 
 def _covariance(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
@@ -122,7 +182,10 @@ def _covariance(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
 
 
 def _ridged(cov: np.ndarray) -> np.ndarray:
-    scale = max(float(np.trace(cov)) / cov.shape[0], 1e-300)
+    # In robustly standardised coordinates the unit is one MAD, so the ridge is at least
+    # _RIDGE of that: a side whose samples are all equal (covariance 0) still whitens to
+    # finite values (a relative-only ridge of 1e-306 would overflow the squares).
+    scale = max(float(np.trace(cov)) / cov.shape[0], 1.0)
     return cov + _RIDGE * scale * np.eye(cov.shape[0])
 
 

@@ -24,7 +24,7 @@ _LOG_2PI = math.log(2 * math.pi)
 
 def gaussian_mean_dataset(x: Any, mask: Any = None) -> Dataset:
     """Dataset with ``x`` of shape (n, d); a 1-D ``x`` becomes (n, 1)."""
-    x = np.asarray(x)
+    x = V.real_array("x", x, cast=False)
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2:

@@ -35,12 +35,12 @@ def _check_xy_dataset(dataset: Dataset, dim: int, name: str) -> None:
 
 def regression_dataset(x: Any, y: Any, mask: Any = None) -> Dataset:
     """Dataset with ``x`` of shape (n, d) and ``y`` of shape (n,); a 1-D ``x`` becomes (n, 1)."""
-    x = np.asarray(x)
+    x = V.real_array("x", x, cast=False)
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2:
         raise ValueError(f"x has shape {x.shape}; it must be 1-D (n,) or 2-D (n, d)")
-    y = np.asarray(y)
+    y = V.real_array("y", y, cast=False)
     if y.ndim != 1:
         raise ValueError(f"y has shape {y.shape}; it must be 1-D (n,)")
     return make_dataset(mask=mask, x=x, y=y)

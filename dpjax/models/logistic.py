@@ -24,7 +24,7 @@ _LOG_2PI = math.log(2 * math.pi)
 
 def check_binary_labels(y: Any, name: str = "y") -> None:
     """Raise ``ValueError`` unless every label is 0 or 1."""
-    arr = np.asarray(y)
+    arr = V.real_array(name, y, cast=False)
     bad = np.flatnonzero((arr != 0) & (arr != 1))
     if bad.size:
         raise ValueError(f"{name}[{bad[0]}]={arr.reshape(-1)[bad[0]].item()!r} violates y in {{0, 1}} required by logistic regression")

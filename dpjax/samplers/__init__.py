@@ -22,6 +22,7 @@ from .batching import (
 )
 from .kernel import PARAMETERISATIONS, ChainKeys, LangevinSampler, SamplerState, StepInfo, StepSize
 from . import permutation
+from .. import _validate
 
 __all__ = [
     "ula",
@@ -74,6 +75,8 @@ def sgld(
     """
     if isinstance(batching, str):
         batching = make_batching(batching, batch_size=batch_size, rate=rate)
+    elif not isinstance(batching, BatchingScheme):
+        raise _validate.ArgumentKindError(f"batching={batching!r} must be a scheme name from {sorted(SCHEMES)} or a BatchingScheme")
     elif batch_size is not None or rate is not None:
         raise ValueError("pass batch_size / rate only with a scheme name, not with a BatchingScheme instance")
     return LangevinSampler(step_size, batching, temperature, clip_norm, parameterisation, "sgld")
@@ -96,5 +99,7 @@ def cyclic_sgld(
     closer to a uniform permutation, O(log n) per step; see :mod:`.permutation`); an explicit
     permutation of 0..n-1 fixes the same order for every chain.
     """
+    if batch_size is None:
+        raise _validate.ArgumentKindError("batch_size=None violates batch_size a positive integer (1 by default)")
     batching = make_batching("cyclic", batch_size=batch_size, order=order, order_family=order_family)
     return LangevinSampler(step_size, batching, temperature, clip_norm, parameterisation, "cyclic-sgld")

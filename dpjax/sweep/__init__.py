@@ -30,14 +30,26 @@ def __getattr__(name):  # runner imports jax: keep `dpjax.sweep.config` light
 def main(args: Any) -> int:
     """Entry point of ``dpjax sweep``: ``args.config``, ``args.out``, and optionally
     ``args.coordinator``, ``args.num_processes``, ``args.process_id``, ``args.no_progress``.
-    Returns 0 on success, 2 for an invalid configuration or multi-process settings."""
+
+    Returns 0 when every point is complete and computed; 1 when some point failed (its
+    quantities could not be computed, or its chains raised: the summary on stderr names each);
+    2 for an invalid configuration, multi-process settings or output folder (one line on
+    stderr, before any compute)."""
     from . import distributed
+    from .store import StoreError, check_output_dir
 
     try:
         settings = distributed.settings_from(args)
     except ValueError as err:
         print(f"dpjax sweep: {err}", file=sys.stderr)
         return 2
+    leader = settings is None or settings[2] == 0
+    if leader:  # only process 0 writes: check where before any compute
+        try:
+            check_output_dir(args.out, create=False)
+        except StoreError as err:
+            print(f"dpjax sweep: {err}", file=sys.stderr)
+            return 2
     distributed.initialize(settings)  # before any JAX computation (building datasets is one)
     from . import runner
 
@@ -47,13 +59,25 @@ def main(args: Any) -> int:
     except ConfigError as err:
         print(f"dpjax sweep: invalid configuration: {err}", file=sys.stderr)
         return 2
-    summary = runner.run_points(
-        points,
-        args.out,
-        checkpoint_every=sweep_settings["checkpoint_every"],
-        chunk_size=sweep_settings["chunk_size"],
-        progress=not getattr(args, "no_progress", False),
-    )
+    try:
+        summary = runner.run_points(
+            points,
+            args.out,
+            checkpoint_every=sweep_settings["checkpoint_every"],
+            chunk_size=sweep_settings["chunk_size"],
+            progress=not getattr(args, "no_progress", False),
+        )
+    except StoreError as err:
+        print(f"dpjax sweep: {err}", file=sys.stderr)
+        return 2
+    failed = summary["failed"]
     if distributed.is_leader():
-        print(f"dpjax sweep: {len(points)} points; {len(summary['completed'])} run, {len(summary['skipped'])} already complete; results in {args.out}")
-    return 0
+        print(
+            f"dpjax sweep: {len(points)} points; {len(summary['completed'])} run, {len(summary['skipped'])} already complete"
+            f"{f', {len(failed)} failed' if failed else ''}; results in {args.out}"
+        )
+        if failed:
+            print(f"dpjax sweep: {len(failed)} point(s) failed:", file=sys.stderr)
+            for h, reason in failed.items():
+                print(f"  {h} {reason}", file=sys.stderr)
+    return 1 if failed else 0

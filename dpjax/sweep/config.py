@@ -62,8 +62,23 @@ def _fail(path: str, value: Any, rule: str) -> None:
 # A field is (checker, default); checker(path, value) -> coerced value or raises ConfigError.
 
 
+def _yaml_number(value: Any) -> Any:
+    """A string that spells a number, as the number: PyYAML follows YAML 1.1, which reads
+    ``1e-3`` (no dot) and ``1e+5`` as strings, though the user meant 0.001 and 100000. Other
+    values come back unchanged (and are then rejected with the rule they break)."""
+    if isinstance(value, str):
+        try:
+            return float(value.strip().replace("_", ""))
+        except ValueError:
+            return value
+    return value
+
+
 def integer(low: Optional[int] = None) -> Callable[[str, Any], int]:
     def check(path, value):
+        value = _yaml_number(value)
+        if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+            value = int(value)  # 1e3 or 1000.0 for an integer field: the integer meant
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             _fail(path, value, "must be an integer" + (f" >= {low}" if low is not None else ""))
         if low is not None and value < low:
@@ -78,6 +93,7 @@ def real(low: Optional[float] = None, high: Optional[float] = None, low_open: bo
     rule = f"must be a finite number in {lo}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi}"
 
     def check(path, value):
+        value = _yaml_number(value)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             _fail(path, value, rule)
         v = float(value)

@@ -1,7 +1,10 @@
 """The quantities a sweep point asks for, as result rows (step, quantity, argument, value, lower, upper).
 
-Measurements use only the pairs that stayed finite (``num_nonfinite`` is always reported as
-its own row, at step = num_steps). At every recorded step t:
+Measurements at a recorded step t use only the pairs still finite at t (and at every earlier
+recorded step; at t = num_steps, finite over the whole run); ``num_nonfinite`` is reported as its
+own row at every recorded step and at step = num_steps. A quantity that cannot be computed at a
+step (e.g. too few finite pairs) gives a row with NaN numbers and the reason in ``error``,
+instead of stopping the sweep. At every recorded step t:
 
 * ``epsilon_lower_bound`` (argument delta): :func:`dpjax.estimators.epsilon_lower_bound` on
   the last iterates (theta_t on D vs on D'); value = lower = the bound, upper = NaN.
@@ -55,65 +58,139 @@ def girsanov_grad_gap(problem: Problem, where: str = "point") -> float:
 
 
 def check_quantities(point: Mapping[str, Any], problem: Problem, where: str = "point") -> None:
-    """Up-front checks that need the built problem (run before any chains)."""
-    for q in point["quantities"]:
+    """Up-front checks that need the built problem (run before any chains): the closed-form
+    quantities are computed once here, so a configuration they do not cover (e.g.
+    exact_epsilon in d = 2 with unequal Hessians) fails before the chains run."""
+    for i, q in enumerate(point["quantities"]):
         if q["name"] == "girsanov_path_epsilon":
             girsanov_grad_gap(problem, where)
+        elif q["name"] == "exact_epsilon":
+            positive = [t for t in point["record_steps"] if t > 0]
+            if positive:
+                try:
+                    _exact_epsilons(problem, positive, q["delta"])
+                except (ValueError, TypeError, np.linalg.LinAlgError) as err:
+                    raise ConfigError(f"{where}.quantities[{i}] (exact_epsilon): {err}") from None
+
+
+def _exact_epsilons(problem: Problem, steps, delta: float) -> np.ndarray:
+    from ..accountants.exact import exact_last_iterate_epsilon
+
+    h1, g1, h2, g2 = _quadratic(problem)
+    mean0 = 0.0 if problem.init is None else problem.init
+    return exact_last_iterate_epsilon(h1, g1, h2, g2, _euler_step(problem.sampler), steps, delta, mean0=mean0, cov0=0.0, temperature=problem.sampler.temperature)
+
+
+def finite_by_step(record: ChainRecord, num_steps: int) -> np.ndarray:
+    """(R, K): pair k finite at recorded step r and at every earlier one (and over the whole
+    run when step r is the last step)."""
+    now = (
+        np.all(np.isfinite(record.positions), axis=-1)
+        & np.all(np.isfinite(record.neighbour_positions), axis=-1)
+        & np.isfinite(record.path_loss)
+    )
+    out = np.logical_and.accumulate(now, axis=0) if now.size else now
+    for r, t in enumerate(record.steps):
+        if int(t) == num_steps:
+            out[r] &= np.asarray(record.finite, bool)
+    return out
+
+
+def _error_row(t, name, argument, reason) -> dict:
+    return dict(step=t, quantity=name, argument=argument, value=NAN, lower=NAN, upper=NAN, error=reason)
 
 
 def compute_rows(point: Mapping[str, Any], problem: Problem, record: ChainRecord) -> list[dict]:
+    """Every quantity's rows (see the module docstring); never raises for what the chains
+    produced: a quantity that fails at a step becomes rows with NaN numbers and an ``error``."""
     from ..estimators import epsilon_estimate, epsilon_lower_bound, privacy_loss_profile
 
     seed = point["seed"]
-    finite = record.finite
-    rows: list[dict] = [dict(step=point["num_steps"], quantity="num_nonfinite", argument=NAN, value=float((~finite).sum()), lower=NAN, upper=NAN)]
-    pos = record.positions[:, finite].astype(np.float64)
-    npos = record.neighbour_positions[:, finite].astype(np.float64)
-    loss = record.path_loss[:, finite].astype(np.float64)
+    num_steps = point["num_steps"]
     steps = [int(t) for t in record.steps]
+    keep = finite_by_step(record, num_steps)
+    num_pairs = keep.shape[1] if keep.ndim == 2 else int(np.size(record.finite))
+    rows: list[dict] = []
+    for r, t in enumerate(steps):
+        if t != num_steps:
+            rows.append(dict(step=t, quantity="num_nonfinite", argument=NAN, value=float((~keep[r]).sum()), lower=NAN, upper=NAN))
+    rows.append(dict(step=num_steps, quantity="num_nonfinite", argument=NAN, value=float((~np.asarray(record.finite, bool)).sum()), lower=NAN, upper=NAN))
+
+    def samples(r, need):
+        k = int(keep[r].sum())
+        if k < need:
+            raise ValueError(f"only {k} of {num_pairs} chain pairs are finite at step {steps[r]} ({need} needed): the chains diverged")
+        return (
+            record.positions[r][keep[r]].astype(np.float64),
+            record.neighbour_positions[r][keep[r]].astype(np.float64),
+            record.path_loss[r][keep[r]].astype(np.float64),
+        )
+
     for q in point["quantities"]:
         name = q["name"]
         if name == "epsilon_lower_bound":
             for r, t in enumerate(steps):
-                res = epsilon_lower_bound(pos[r], npos[r], q["delta"], q["confidence"], seed=seed)
-                rows.append(dict(step=t, quantity=name, argument=q["delta"], value=res.epsilon, lower=res.epsilon, upper=NAN))
+                try:
+                    p, n, _ = samples(r, 4)
+                    res = epsilon_lower_bound(p, n, q["delta"], q["confidence"], seed=seed)
+                    rows.append(dict(step=t, quantity=name, argument=q["delta"], value=res.epsilon, lower=res.epsilon, upper=NAN))
+                except Exception as err:
+                    rows.append(_error_row(t, name, q["delta"], f"{type(err).__name__}: {err}"))
         elif name == "epsilon_estimate":
             for r, t in enumerate(steps):
-                res = epsilon_estimate(pos[r], npos[r], q["delta"], confidence=q["confidence"], num_bootstrap=q["num_bootstrap"], seed=seed)
-                lo, hi = res.interval if q["num_bootstrap"] > 0 else (NAN, NAN)
-                rows.append(dict(step=t, quantity=name, argument=q["delta"], value=res.epsilon, lower=lo, upper=hi))
+                try:
+                    p, n, _ = samples(r, 4)
+                    res = epsilon_estimate(p, n, q["delta"], confidence=q["confidence"], num_bootstrap=q["num_bootstrap"], seed=seed)
+                    lo, hi = res.interval
+                    rows.append(dict(step=t, quantity=name, argument=q["delta"], value=res.epsilon, lower=lo, upper=hi))
+                except Exception as err:
+                    rows.append(_error_row(t, name, q["delta"], f"{type(err).__name__}: {err}"))
         elif name == "path_delta":
             for r, t in enumerate(steps):
                 if t == 0:
                     continue
-                res = privacy_loss_profile(loss[r], q["epsilons"], (), confidence=q["confidence"], seed=seed)
-                for e, eps in enumerate(q["epsilons"]):
-                    rows.append(dict(step=t, quantity=name, argument=eps, value=res.delta[e], lower=res.delta_lower[e], upper=res.delta_upper[e]))
+                try:
+                    _, _, loss = samples(r, 2)
+                    res = privacy_loss_profile(loss, q["epsilons"], (), confidence=q["confidence"], seed=seed)
+                    for e, eps in enumerate(q["epsilons"]):
+                        rows.append(dict(step=t, quantity=name, argument=eps, value=res.delta[e], lower=res.delta_lower[e], upper=res.delta_upper[e]))
+                except Exception as err:
+                    rows.extend(_error_row(t, name, eps, f"{type(err).__name__}: {err}") for eps in q["epsilons"])
         elif name == "exact_epsilon":
-            from ..accountants.exact import exact_last_iterate_epsilon
-
-            h1, g1, h2, g2 = _quadratic(problem)
             positive = [t for t in steps if t > 0]
             if positive:
-                mean0 = 0.0 if problem.init is None else problem.init
-                eps = exact_last_iterate_epsilon(
-                    h1, g1, h2, g2, _euler_step(problem.sampler), positive, q["delta"], mean0=mean0, cov0=0.0, temperature=problem.sampler.temperature
-                )
-                for t, e in zip(positive, eps):
-                    rows.append(dict(step=t, quantity=name, argument=q["delta"], value=float(e), lower=float(e), upper=float(e)))
+                try:
+                    eps = _exact_epsilons(problem, positive, q["delta"])
+                    for t, e in zip(positive, eps):
+                        rows.append(dict(step=t, quantity=name, argument=q["delta"], value=float(e), lower=float(e), upper=float(e)))
+                except Exception as err:
+                    rows.extend(_error_row(t, name, q["delta"], f"{type(err).__name__}: {err}") for t in positive)
         elif name == "girsanov_path_epsilon":
             from ..accountants.girsanov import thm54_ula_path
 
-            gap = girsanov_grad_gap(problem)
             for t in steps:
                 if t == 0:
                     continue
-                curve = thm54_ula_path(gap, _euler_step(problem.sampler), t)
-                e = float(np.asarray(curve.epsilon(q["delta"])).reshape(-1)[0])
-                rows.append(dict(step=t, quantity=name, argument=q["delta"], value=e, lower=NAN, upper=e))
+                try:
+                    curve = thm54_ula_path(girsanov_grad_gap(problem), _euler_step(problem.sampler), t)
+                    e = float(np.asarray(curve.epsilon(q["delta"])).reshape(-1)[0])
+                    rows.append(dict(step=t, quantity=name, argument=q["delta"], value=e, lower=NAN, upper=e))
+                except Exception as err:
+                    rows.append(_error_row(t, name, q["delta"], f"{type(err).__name__}: {err}"))
         else:  # unreachable after validation
             raise ConfigError(f"quantity {name!r} has no implementation")
     for row in rows:  # plain floats (inf is a legitimate bound value; Parquet stores it)
         for key in ("value", "lower", "upper", "argument"):
             row[key] = float(row[key])
+        row.setdefault("error", None)
     return rows
+
+
+def row_errors(rows) -> list[str]:
+    """The distinct error messages of a point's rows (empty when every row was computed)."""
+    seen: list[str] = []
+    for row in rows:
+        err = row.get("error")
+        if err and err not in seen:
+            seen.append(err)
+    return seen

@@ -1,35 +1,77 @@
-"""The sweep results store: a Parquet dataset, one file per completed point, written atomically.
+"""The sweep results store: a Parquet dataset, one self-validating file per completed point.
 
 Layout of ``DIR``::
 
-    DIR/results/<hash>.parquet   rows of one completed point (the point is complete iff this exists)
+    DIR/results/<hash>.parquet   rows of one completed point, with a checksum of its content
     DIR/timings.jsonl            run metadata, one JSON object per line (never in the result rows)
-    DIR/points.jsonl             the resolved configuration of every point written so far
+    DIR/points.jsonl             the resolved configuration of every completed point
     DIR/checkpoints/<hash>.npz   chain state of a point in progress (removed once it completes)
+    DIR/.lock                    held (flock) by the one process writing to DIR
+    DIR/corrupt/                 files found damaged, moved aside (named in a warning)
+
+A point is complete iff its result file reads back and its content matches the SHA-256
+recorded inside it (Parquet key-value metadata ``dpjax.content_sha256``, written in the same
+atomic rename as the rows), and its ``config_hash`` column names the point. A truncated or
+garbage file is therefore never counted complete: it is moved to ``DIR/corrupt/`` with a
+warning and the point is recomputed. The file also carries the point's configuration and
+timing record (``dpjax.point``, ``dpjax.timing``), so ``points.jsonl`` and ``timings.jsonl``
+are derived logs: :meth:`ResultsStore.open` rebuilds them from the valid result files when
+they disagree (a kill between the rename and the append, a torn line, a duplicate).
 
 Every file is written to a temporary name starting with "." in the same folder and moved into
-place with ``os.replace`` (atomic on POSIX), after an fsync, so a reader (or a rerun after
-SIGKILL) sees either the whole file or none: a half-written point is never taken as complete.
-Readers of the Parquet dataset (``pyarrow.dataset``, ``pandas.read_parquet(DIR/results)``)
-skip names starting with "." by default; :func:`load_results` reads it into a DataFrame.
+place with ``os.replace`` (atomic on POSIX), after an fsync; temporaries left by a killed
+writer are removed by the next :meth:`ResultsStore.open`. One writer at a time: ``open`` takes
+an exclusive ``flock`` on ``DIR/.lock`` (released by the kernel if the process dies) and a
+second writer is refused with :class:`StoreBusyError` naming the holder. Readers of the
+Parquet dataset (``pyarrow.dataset``, ``pandas.read_parquet(DIR/results)``) skip names
+starting with "." by default; :func:`load_results` reads it into a DataFrame, skipping (and
+naming) any damaged file.
 
 Row schema: ``config_hash`` (string), the point's parameters as flat columns
 (``sampler.step_size``, ``data.n``, ...; see :func:`dpjax.sweep.config.flatten`), ``step``
 (int64, the recorded step), ``quantity`` (string), ``argument`` (float64: the delta or eps the
 quantity is evaluated at, NaN for none), ``value``, ``lower``, ``upper`` (float64; NaN where a
-quantity has no such limit).
+quantity has no such limit), ``error`` (string: null for a computed row; else why the row's
+numbers are NaN, e.g. too few finite chain pairs at that step).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import platform
 import tempfile
+import time
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-ROW_COLUMNS = ("step", "quantity", "argument", "value", "lower", "upper")
+ROW_COLUMNS = ("step", "quantity", "argument", "value", "lower", "upper", "error")
+META_CHECKSUM = b"dpjax.content_sha256"
+META_POINT = b"dpjax.point"
+META_TIMING = b"dpjax.timing"
+
+
+class StoreError(ValueError):
+    """The output folder cannot be used (the message names it and the reason)."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store's lock."""
+
+
+class StoreWarning(UserWarning):
+    """A damaged file in the store was found and set aside (the message names it)."""
+
+
+def _fsync_dir(path: Path) -> None:
+    dir_fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -46,18 +88,19 @@ def _atomic_write(path: Path, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
+    _fsync_dir(path.parent)  # make the rename itself durable
 
 
 def _append_line(path: Path, record: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps(record, sort_keys=True, default=_json_default) + "\n"
-    with open(path, "a") as fh:
-        fh.write(line)
+    with open(path, "a+b") as fh:
+        # a torn last line (a kill during an append) must not swallow this record
+        if fh.tell() > 0:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                line = "\n" + line
+        fh.write(line.encode())
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -73,16 +116,18 @@ def _json_default(obj):
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """Records of a JSON-lines file; a torn last line (a kill during append) is skipped."""
+    """Records of a JSON-lines file; a torn or garbage line (a kill during append) is skipped."""
     path = Path(path)
     if not path.exists():
         return []
     out = []
-    for line in path.read_text().splitlines():
+    for line in path.read_bytes().decode(errors="replace").splitlines():
         try:
-            out.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if isinstance(record, dict):
+            out.append(record)
     return out
 
 
@@ -110,15 +155,68 @@ def column_types(flat_points: Sequence[Mapping[str, Any]]) -> dict:
     return types
 
 
+def content_checksum(table) -> str:
+    """SHA-256 of a table's column names and values (canonical JSON; floats by repr, so NaN and
+    inf included); independent of the Parquet encoding, so it survives the write and read."""
+    content = {name: table.column(name).to_pylist() for name in table.column_names}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def check_output_dir(out: Any, create: bool = True) -> Path:
+    """``out`` as a usable output folder, created if missing (``create=False``: only checked,
+    through its nearest existing ancestor); raises :class:`StoreError` with one line naming
+    the folder and the reason (empty, an existing file, under a file, not writable)."""
+    if out is None or not isinstance(out, (str, os.PathLike)):
+        raise StoreError(f"--out={out!r} must be a folder path")
+    text = os.fspath(out)
+    if not str(text).strip():
+        raise StoreError(f"--out={text!r} is empty; give the folder to write the results into")
+    root = Path(text)
+    if root.exists() and not root.is_dir():
+        raise StoreError(f"--out={text!r} is an existing file, not a folder")
+    for parent in root.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise StoreError(f"--out={text!r} lies under {str(parent)!r}, which is a file, not a folder")
+            if not root.exists() and not os.access(parent, os.W_OK | os.X_OK):
+                raise StoreError(f"--out={text!r} cannot be created: {str(parent)!r} is not writable")
+            break
+    if not create:
+        if root.is_dir() and not os.access(root, os.W_OK | os.X_OK):
+            raise StoreError(f"--out={text!r}: cannot write in {text!r}: permission denied")
+        return root
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StoreError(f"--out={text!r} cannot be created: {err.strerror or err}") from None
+    for folder in (root, root / "results", root / "checkpoints"):
+        if not folder.exists():
+            continue
+        if not folder.is_dir():
+            raise StoreError(f"--out={text!r}: {str(folder)!r} must be a folder but is a file")
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".dpjax-write-test.", suffix=".tmp", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as err:
+            raise StoreError(f"--out={text!r}: cannot write in {str(folder)!r}: {err.strerror or err}") from None
+    return root
+
+
 class ResultsStore:
     """A sweep's output folder (see the module docstring). Only the leader process writes."""
 
     def __init__(self, root: str | Path):
+        if root is None or not isinstance(root, (str, os.PathLike)) or not str(os.fspath(root)).strip():
+            raise StoreError(f"--out={root!r} is empty; give the folder to write the results into")
         self.root = Path(root)
         self.results_dir = self.root / "results"
         self.checkpoint_dir = self.root / "checkpoints"
+        self.corrupt_dir = self.root / "corrupt"
         self.timings_path = self.root / "timings.jsonl"
         self.points_path = self.root / "points.jsonl"
+        self.lock_path = self.root / ".lock"
+        self._lock_fd: Optional[int] = None
 
     def result_path(self, config_hash: str) -> Path:
         return self.results_dir / f"{config_hash}.parquet"
@@ -126,11 +224,97 @@ class ResultsStore:
     def checkpoint_path(self, config_hash: str) -> Path:
         return self.checkpoint_dir / f"{config_hash}.npz"
 
-    def is_complete(self, config_hash: str) -> bool:
-        return self.result_path(config_hash).is_file()
+    # --- one writer ---------------------------------------------------------------------
+    def open(self) -> "ResultsStore":
+        """Check the folder, take the writer's lock, remove stale temporaries, reconcile the
+        logs with the result files. Raises :class:`StoreError` / :class:`StoreBusyError`."""
+        import fcntl
 
-    def write_point(self, config_hash: str, flat_point: Mapping[str, Any], types: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], point: Mapping[str, Any]) -> Path:
-        """Write a completed point's rows (atomically) and then record its configuration."""
+        check_output_dir(self.root)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = ""
+            try:
+                holder = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+            except OSError:
+                pass
+            os.close(fd)
+            raise StoreBusyError(
+                f"--out={str(self.root)!r} is in use by another dpjax sweep ({holder or 'holder unknown'}); "
+                "wait for it to finish, or write to another folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {platform.node()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+        self._lock_fd = fd
+        self.remove_stale_temporaries()
+        self.reconcile_logs()
+        return self
+
+    def close(self) -> None:
+        """Release the writer's lock (the lock file stays: removing it would race a waiter)."""
+        if self._lock_fd is not None:
+            import fcntl
+
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> "ResultsStore":
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def remove_stale_temporaries(self) -> list[Path]:
+        """Delete temporaries (".<name>.<random>.tmp") left by a killed writer; only call with
+        the lock held (no live writer can own them then)."""
+        removed = []
+        for folder in (self.root, self.results_dir, self.checkpoint_dir):
+            if folder.is_dir():
+                for p in folder.glob(".*.tmp"):
+                    p.unlink(missing_ok=True)
+                    removed.append(p)
+        return removed
+
+    # --- results ------------------------------------------------------------------------
+    def _set_aside(self, path: Path, reason: str) -> None:
+        self.corrupt_dir.mkdir(parents=True, exist_ok=True)
+        target = self.corrupt_dir / f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.{os.getpid()}"
+        try:
+            os.replace(path, target)
+            where = f"moved to {target}"
+        except OSError:
+            path.unlink(missing_ok=True)
+            where = "deleted"
+        warnings.warn(f"{path} is damaged ({reason}); {where}", StoreWarning, stacklevel=3)
+
+    def read_point(self, config_hash: str):
+        """The point's validated Arrow table, or None if there is no valid result file (a
+        damaged one is set aside with a :class:`StoreWarning`)."""
+        path = self.result_path(config_hash)
+        if not path.is_file():
+            return None
+        table, reason = _read_validated(path, config_hash)
+        if table is None:
+            self._set_aside(path, reason)
+        return table
+
+    def is_complete(self, config_hash: str) -> bool:
+        return self.read_point(config_hash) is not None
+
+    def write_point(
+        self,
+        config_hash: str,
+        flat_point: Mapping[str, Any],
+        types: Mapping[str, Any],
+        rows: Sequence[Mapping[str, Any]],
+        point: Mapping[str, Any],
+        timing: Optional[Mapping[str, Any]] = None,
+    ) -> Path:
+        """Write a completed point's rows with their checksum, configuration and timing in one
+        atomic rename, then append the configuration and timing to the logs."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -142,10 +326,19 @@ class ResultsStore:
         columns["quantity"] = pa.array([str(r["quantity"]) for r in rows], pa.string())
         for key in ("argument", "value", "lower", "upper"):
             columns[key] = pa.array([float(r.get(key, np.nan)) for r in rows], pa.float64())
+        columns["error"] = pa.array([r.get("error") for r in rows], pa.string())
         table = pa.table(columns)
+        point_record = {"config_hash": config_hash, "point": point}
+        timing_record = None if timing is None else {"config_hash": config_hash, **timing}
+        meta = {META_CHECKSUM: content_checksum(table).encode(), META_POINT: json.dumps(point_record, sort_keys=True, default=_json_default).encode()}
+        if timing_record is not None:
+            meta[META_TIMING] = json.dumps(timing_record, sort_keys=True, default=_json_default).encode()
+        table = table.replace_schema_metadata(meta)
         path = self.result_path(config_hash)
         _atomic_write(path, lambda tmp: pq.write_table(table, tmp))
-        _append_line(self.points_path, {"config_hash": config_hash, "point": point})
+        _append_line(self.points_path, point_record)
+        if timing_record is not None:
+            _append_line(self.timings_path, timing_record)
         return path
 
     def append_timing(self, record: Mapping[str, Any]) -> None:
@@ -153,6 +346,48 @@ class ResultsStore:
 
     def timings(self) -> list[dict]:
         return read_jsonl(self.timings_path)
+
+    def complete_hashes(self) -> list[str]:
+        """Hashes of the valid result files (damaged ones are set aside)."""
+        if not self.results_dir.is_dir():
+            return []
+        names = sorted(p.stem for p in self.results_dir.glob("*.parquet") if not p.name.startswith("."))
+        return [h for h in names if self.is_complete(h)]
+
+    def reconcile_logs(self) -> None:
+        """Make points.jsonl and timings.jsonl hold exactly one valid line per complete point
+        (from the result files' own metadata where the log lacks it), rewriting a log
+        atomically only when it differs: garbage lines, duplicates and lines of points whose
+        result file is gone or damaged are dropped. Checkpoints of complete points (a kill
+        between the result's rename and the checkpoint's removal) are removed."""
+        import pyarrow.parquet as pq
+
+        complete = self.complete_hashes()
+        for h in complete:
+            self.remove_checkpoint(h)
+        meta = {}
+        for h in complete:
+            md = pq.read_schema(self.result_path(h)).metadata or {}
+            meta[h] = md
+        for path, key in ((self.points_path, META_POINT), (self.timings_path, META_TIMING)):
+            lines = path.read_bytes().decode(errors="replace").splitlines() if path.exists() else []
+            kept: dict[str, str] = {}
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                h = record.get("config_hash") if isinstance(record, dict) else None
+                if h in meta and h not in kept:
+                    own = meta[h].get(key)
+                    kept[h] = own.decode() if own is not None else line
+            for h in complete:
+                if h not in kept and meta[h].get(key) is not None:
+                    kept[h] = meta[h][key].decode()
+            wanted = [kept[h] for h in kept]
+            if wanted != lines:
+                text = "".join(line + "\n" for line in wanted)
+                _atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
     # --- checkpoints --------------------------------------------------------------------
     def save_checkpoint(self, config_hash: str, arrays: Mapping[str, np.ndarray]) -> None:
@@ -164,12 +399,28 @@ class ResultsStore:
 
         _atomic_write(path, write)
 
-    def load_checkpoint(self, config_hash: str) -> Optional[dict]:
+    def load_checkpoint(self, config_hash: str, expect: Optional[Mapping[str, tuple]] = None) -> Optional[dict]:
+        """The saved arrays, or None. A checkpoint that does not read back whole (truncated,
+        garbage, a bad CRC) or, given ``expect`` (name -> shape), lacks an array or has
+        another shape, is set aside with a :class:`StoreWarning` naming it, and the point
+        restarts from step 0."""
         path = self.checkpoint_path(config_hash)
         if not path.is_file():
             return None
-        with np.load(path) as data:
-            return {k: data[k] for k in data.files}
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}  # reading each member checks its CRC
+        except Exception as err:  # zipfile.BadZipFile, EOFError, ValueError, OSError, ...
+            self._set_aside(path, f"unreadable checkpoint: {type(err).__name__}: {err}; point {config_hash} restarts from step 0")
+            return None
+        for name, shape in (expect or {}).items():
+            if name not in arrays:
+                self._set_aside(path, f"checkpoint lacks {name!r}; point {config_hash} restarts from step 0")
+                return None
+            if shape is not None and tuple(arrays[name].shape) != tuple(shape):
+                self._set_aside(path, f"checkpoint array {name!r} has shape {arrays[name].shape}, expected {tuple(shape)}; point {config_hash} restarts from step 0")
+                return None
+        return arrays
 
     def remove_checkpoint(self, config_hash: str) -> None:
         path = self.checkpoint_path(config_hash)
@@ -177,15 +428,55 @@ class ResultsStore:
             path.unlink()
 
 
-def load_results(root: str | Path, columns: Optional[Iterable[str]] = None):
-    """All completed points' rows of the store at ``root`` as one pandas DataFrame
-    (files of different sweeps with different parameter columns are unified; missing = null)."""
-    import pandas as pd
-    import pyarrow as pa
+def _read_validated(path: Path, config_hash: Optional[str]):
+    """(table, "") if the file reads back, its checksum matches and its config_hash column is
+    ``config_hash`` (when given); else (None, reason)."""
     import pyarrow.parquet as pq
 
+    try:
+        table = pq.read_table(path)
+    except Exception as err:  # ArrowInvalid, OSError, ...
+        return None, f"unreadable Parquet: {type(err).__name__}: {err}"
+    md = table.schema.metadata or {}
+    recorded = md.get(META_CHECKSUM)
+    if recorded is not None and content_checksum(table.replace_schema_metadata(None)) != recorded.decode():
+        return None, "content does not match its recorded checksum"
+    if "config_hash" not in table.column_names:
+        return None, "no config_hash column"
+    hashes = set(table.column("config_hash").to_pylist())
+    if config_hash is not None and hashes - {config_hash}:
+        return None, f"rows name config_hash {sorted(hashes)} but the file is {config_hash}"
+    return table, ""
+
+
+def load_results(root: str | Path, columns: Optional[Iterable[str]] = None, *, strict: bool = False):
+    """All completed points' rows of the store at ``root`` as one pandas DataFrame (files of
+    different sweeps with different parameter columns are unified; missing = null).
+
+    A damaged file (unreadable, checksum mismatch) is skipped with a :class:`StoreWarning`
+    naming it, and listed in ``df.attrs["damaged_files"]``; ``strict=True`` raises
+    :class:`StoreError` naming it instead. Read-only: nothing is moved.
+    """
+    import pandas as pd
+    import pyarrow as pa
+
     files = sorted(p for p in (Path(root) / "results").glob("*.parquet") if not p.name.startswith("."))
-    if not files:
-        return pd.DataFrame(columns=["config_hash", *ROW_COLUMNS])
-    tables = [pq.read_table(f, columns=list(columns) if columns is not None else None) for f in files]
-    return pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    tables, damaged = [], []
+    for f in files:
+        table, reason = _read_validated(f, f.stem)
+        if table is None:
+            if strict:
+                raise StoreError(f"{f} is damaged: {reason}")
+            damaged.append(str(f))
+            warnings.warn(f"load_results: skipping {f}: {reason}", StoreWarning, stacklevel=2)
+            continue
+        table = table.replace_schema_metadata(None)
+        if columns is not None:
+            table = table.select([c for c in columns if c in table.column_names])
+        tables.append(table)
+    if not tables:
+        df = pd.DataFrame(columns=["config_hash", *ROW_COLUMNS] if columns is None else list(columns))
+    else:
+        df = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    df.attrs["damaged_files"] = damaged
+    return df
