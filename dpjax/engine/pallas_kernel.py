@@ -27,8 +27,10 @@ import numpy as np
 from jax import lax
 
 from ..samplers.batching import Cyclic, FullBatch, UniformWithReplacement
+from ..samplers.permutation import mulmod
 from . import randomness as rng
 from .gradients import QuadraticGradients
+from .reference import PairState
 
 BLOCK = 128  # pairs per program (a power of two, as Triton's block shapes must be)
 MAX_DIM = 8
@@ -119,7 +121,7 @@ def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool,
         # the cursor of an affine order at the chunk's first step (see Cyclic.start)
         def affine_cursor(step):
             position = lax.rem(step, jnp.int32(steps_per_epoch)) * b
-            return _mulmod_vector(multiplier, position, num_slots, offset)
+            return mulmod(multiplier, jnp.broadcast_to(position, multiplier.shape), num_slots, addend=offset)
 
         def batch_sums(step, x, xp, cursor):
             """sum_j w_j clip(g_j(x; D)), the same on D' at xp, hits, scale, next cursor."""
@@ -214,14 +216,7 @@ def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool,
     return kernel
 
 
-def _mulmod_vector(a, position, n: int, offset):
-    """(a * position + offset) mod n for int32 vectors a, offset and a scalar position < n."""
-    from ..samplers.permutation import mulmod
-
-    return mulmod(a, jnp.broadcast_to(position, a.shape), n, addend=offset)
-
-
-def _pallas_call(kernel, padded: int, dpad: int, dtype, sizes: dict, interpret: bool):
+def _pallas_call(kernel, padded: int, dpad: int, dtype, interpret: bool):
     from jax.experimental import pallas as pl
 
     per_pair = lambda rows: pl.BlockSpec((rows, BLOCK), lambda i: (0, i))
@@ -249,7 +244,7 @@ def _local_advance(fparams, iparams, words, order, x, xp, loss, finite, hess, li
     k = x.shape[1]
     padded = -(-k // BLOCK) * BLOCK
     pad = lambda v: jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, padded - k)])
-    call = _pallas_call(kernel, padded, x.shape[0], dtype, {}, interpret)
+    call = _pallas_call(kernel, padded, x.shape[0], dtype, interpret)
     outs = call(fparams, iparams, pad(words), pad(order), pad(x), pad(xp), pad(loss), pad(finite), hess, lin, small, table)
     return tuple(o[..., :k] for o in outs)
 
@@ -289,6 +284,4 @@ def advance(sampler, data, index, keys, state, start, count, *, provider, num_sl
         specs = (P(), P(), rows, rows, rows, rows, pairs, pairs, P(), P(), P(), P())
         local = jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=(rows, rows, pairs, pairs), check_vma=False)
     new_x, new_xp, loss, finite = local(*args)
-    from .reference import PairState
-
     return PairState(new_x[:dim].T, new_xp[:dim].T, loss, finite.astype(bool))
