@@ -24,6 +24,8 @@ EXPERIMENTS = {
     "contamination-mean": "contamination_mean",
     "contamination-logistic": "contamination_logistic",
     "expfam-beta": "expfam_beta",
+    "expfam-glm": "expfam_glm",
+    "gibbs-lmc": "gibbs_lmc",
 }
 BENCHMARKS = {
     "coupled": "coupled",
