@@ -69,72 +69,92 @@ def _mala_step(log_density, params, chol, x, lp, grad, key, h):
     return x, lp, grad, accept_prob
 
 
-def _dual_averaging_window(log_density, key, params, chol, state, num_steps, first_step, initial_step, target_accept, record_from):
-    """num_steps MALA steps tuning log h by dual averaging (Hoffman & Gelman 2014, eqs. 5-6, their
-    constants); returns (state, averaged h, mean acceptance over the window's second half,
-    positions of steps >= record_from (num_steps - record_from, K, d))."""
-    x, lp, grad = state
-    dtype = x.dtype
-    mu = jnp.log(10.0 * initial_step)
-    gamma, t0, kappa = 0.05, 10.0, 0.75
+_DA_GAMMA, _DA_T0, _DA_KAPPA = 0.05, 10.0, 0.75  # dual averaging constants (Hoffman & Gelman 2014, §3.2.1)
 
-    def warm(carry, t):
-        x, lp, grad, log_h, log_h_bar, h_bar_stat, acc_sum = carry
-        k = jax.random.split(jax.random.fold_in(key, first_step + t), 2)
-        x, lp, grad, a = _mala_step(log_density, params, chol, x, lp, grad, k, jnp.exp(log_h))
-        mean_a = jnp.mean(a)
-        m = t.astype(dtype) + 1.0
-        h_bar_stat = (1.0 - 1.0 / (m + t0)) * h_bar_stat + (target_accept - mean_a) / (m + t0)
-        log_h = mu - jnp.sqrt(m) / gamma * h_bar_stat
-        eta = m ** (-kappa)
-        log_h_bar = eta * log_h + (1.0 - eta) * log_h_bar
-        acc_sum = acc_sum + jnp.where(t >= num_steps // 2, mean_a, 0.0)
-        return (x, lp, grad, log_h, log_h_bar, h_bar_stat, acc_sum), x
 
-    zero = jnp.zeros((), dtype)
-    carry0 = (x, lp, grad, jnp.log(initial_step), jnp.log(initial_step), zero, zero)
-    (x, lp, grad, _, log_h_bar, _, acc), trace = jax.lax.scan(warm, carry0, jnp.arange(num_steps))
-    return (x, lp, grad), jnp.exp(log_h_bar), acc / max(num_steps - num_steps // 2, 1), trace[record_from:]
+class _Carry(NamedTuple):
+    x: jax.Array  # (K, d)
+    lp: jax.Array  # (K,)
+    grad: jax.Array  # (K, d)
+    chol: jax.Array  # (d, d)
+    log_h: jax.Array  # current log step (warm-up)
+    log_h_bar: jax.Array  # averaged log step: used after warm-up
+    mu: jax.Array  # dual-averaging shrinkage point
+    h_stat: jax.Array  # dual-averaging statistic
+    da_iter: jax.Array  # dual-averaging iteration within the current window
+    sum_x: jax.Array  # (d,) positions pooled over chains, for the covariance adaptation
+    sum_xx: jax.Array  # (d, d)
+    count: jax.Array
+    acc_warm: jax.Array
+    acc_sample: jax.Array
 
 
 def _one_target(log_density, key, params, init, chol, num_warmup, num_samples, thin, initial_step, target_accept, adapt_preconditioner):
-    initial_step = jnp.asarray(initial_step, init.dtype)
+    """All steps of one target in one scan (one copy of the step in the compiled program):
+    blocks of ``thin`` steps, the last position of each block recorded. Warm-up (rounded up to a
+    multiple of ``thin``) tunes log h by dual averaging; with ``adapt_preconditioner`` it runs in
+    two windows: the pooled covariance of the chains' positions over the second half of window 1
+    (regularised towards a small multiple of I, as in Stan's windowed adaptation) becomes the
+    preconditioner of window 2, which restarts the step tuning. Afterwards h and the
+    preconditioner are frozen."""
+    dtype = init.dtype
+    d = init.shape[-1]
+    warm_blocks = -(-num_warmup // thin)
+    warm = warm_blocks * thin
+    w1 = (warm // 2) if adapt_preconditioner else warm  # first step of window 2
+    collect_from = w1 // 2
+    initial_step = jnp.asarray(initial_step, dtype)
     lp, grad = jax.vmap(jax.value_and_grad(log_density), in_axes=(0, None))(init, params)
-    state = (init, lp, grad)
-    h, acc_warm = initial_step, jnp.zeros((), init.dtype)
-    if num_warmup > 0 and not adapt_preconditioner:
-        state, h, acc_warm, _ = _dual_averaging_window(log_density, key, params, chol, state, num_warmup, 0, initial_step, target_accept, num_warmup)
-    elif num_warmup > 0:
-        # window 1 with the given preconditioner; then the pooled covariance of its last half's
-        # positions over all chains (regularised towards a small multiple of I as in Stan's
-        # windowed adaptation) becomes the preconditioner of window 2, which retunes h.
-        w1 = num_warmup // 2
-        state, h, _, trace = _dual_averaging_window(log_density, key, params, chol, state, w1, 0, initial_step, target_accept, w1 // 2)
-        pts = trace.reshape(-1, init.shape[-1])
-        n_pts = pts.shape[0]
-        cov = jnp.cov(pts, rowvar=False).reshape(init.shape[-1], init.shape[-1])
-        scale = jnp.mean(jnp.diag(cov))
-        cov = (n_pts / (n_pts + 5.0)) * cov + (5.0 / (n_pts + 5.0)) * 1e-3 * scale * jnp.eye(init.shape[-1])
-        chol = jnp.linalg.cholesky(cov)
-        state, h, acc_warm, _ = _dual_averaging_window(log_density, key, params, chol, state, num_warmup - w1, w1, jnp.asarray(0.5, init.dtype),
-                                                      target_accept, num_warmup - w1)
-    x, lp, grad = state
-    zero = jnp.zeros((), init.dtype)
+    zero = jnp.zeros((), dtype)
+    carry = _Carry(init, lp, grad, jnp.asarray(chol, dtype), jnp.log(initial_step), jnp.log(initial_step), jnp.log(10.0 * initial_step),
+                   zero, zero, jnp.zeros(d, dtype), jnp.zeros((d, d), dtype), zero, zero, zero)
 
-    def sample(carry, t):
-        x, lp, grad, acc_sum = carry
+    def step(c: _Carry, t):
+        in_warmup = t < warm
+        if adapt_preconditioner:
+            # entering window 2: the adapted preconditioner, and the step tuning restarts
+            n = jnp.maximum(c.count, 2.0)
+            mean = c.sum_x / n
+            cov = (c.sum_xx - n * jnp.outer(mean, mean)) / (n - 1.0)
+            cov = (n / (n + 5.0)) * cov + (5.0 / (n + 5.0)) * 1e-3 * jnp.mean(jnp.diag(cov)) * jnp.eye(d, dtype=dtype)
+            switch = t == w1
+            c = c._replace(
+                chol=jnp.where(switch, jnp.linalg.cholesky(0.5 * (cov + cov.T)), c.chol),
+                mu=jnp.where(switch, jnp.log(10.0 * jnp.exp(c.log_h_bar)), c.mu),
+                log_h=jnp.where(switch, c.log_h_bar, c.log_h),
+                h_stat=jnp.where(switch, 0.0, c.h_stat),
+                da_iter=jnp.where(switch, 0.0, c.da_iter),
+            )
+        h = jnp.exp(jnp.where(in_warmup, c.log_h, c.log_h_bar))
+        k = jax.random.split(jax.random.fold_in(key, t), 2)
+        x, lp, grad, a = _mala_step(log_density, params, c.chol, c.x, c.lp, c.grad, k, h)
+        mean_a = jnp.mean(a)
+        # dual averaging (warm-up only)
+        m = c.da_iter + 1.0
+        h_stat = (1.0 - 1.0 / (m + _DA_T0)) * c.h_stat + (target_accept - mean_a) / (m + _DA_T0)
+        log_h = c.mu - jnp.sqrt(m) / _DA_GAMMA * h_stat
+        eta = m ** (-_DA_KAPPA)
+        log_h_bar = eta * log_h + (1.0 - eta) * c.log_h_bar
+        collect = (t >= collect_from) & (t < w1) if adapt_preconditioner else jnp.zeros((), bool)
+        sel = lambda new, old: jnp.where(in_warmup, new, old)
+        return _Carry(
+            x, lp, grad, c.chol,
+            sel(log_h, c.log_h), sel(log_h_bar, c.log_h_bar), c.mu, sel(h_stat, c.h_stat), sel(m, c.da_iter),
+            c.sum_x + jnp.where(collect, jnp.sum(x, axis=0), 0.0),
+            c.sum_xx + jnp.where(collect, x.T @ x, 0.0),
+            c.count + jnp.where(collect, x.shape[0], 0.0),
+            c.acc_warm + jnp.where(in_warmup & (t >= (w1 + warm) // 2), mean_a, 0.0),
+            c.acc_sample + jnp.where(in_warmup, 0.0, mean_a),
+        )
 
-        def inner(c, j):
-            x, lp, grad, acc_sum = c
-            k = jax.random.split(jax.random.fold_in(key, num_warmup + t * thin + j), 2)
-            x, lp, grad, a = _mala_step(log_density, params, chol, x, lp, grad, k, h)
-            return (x, lp, grad, acc_sum + jnp.mean(a)), None
+    def block(c, b):
+        c, _ = jax.lax.scan(lambda cc, j: (step(cc, b * thin + j), None), c, jnp.arange(thin))
+        return c, c.x
 
-        (x, lp, grad, acc_sum), _ = jax.lax.scan(inner, (x, lp, grad, acc_sum), jnp.arange(thin))
-        return (x, lp, grad, acc_sum), x
-
-    (_, _, _, acc), draws = jax.lax.scan(sample, (x, lp, grad, zero), jnp.arange(num_samples))
-    return jnp.moveaxis(draws, 0, 1), h, acc / (num_samples * thin), acc_warm, chol
+    c, recorded = jax.lax.scan(block, carry, jnp.arange(warm_blocks + num_samples))
+    draws = jnp.moveaxis(recorded[warm_blocks:], 0, 1)
+    warm_window = max(warm - (w1 + warm) // 2, 1)
+    return draws, jnp.exp(c.log_h_bar), c.acc_sample / (num_samples * thin), c.acc_warm / warm_window, c.chol
 
 
 @functools.partial(jax.jit, static_argnames=("log_density", "num_warmup", "num_samples", "thin", "target_accept", "adapt_preconditioner"))
@@ -173,7 +193,8 @@ def mala_sample(
     init: (P, K, d) starting points (must have finite log density).
     preconditioner_chol: (P, d, d) lower-triangular L with proposal covariance h L L^T (e.g. the
         Cholesky factor of the inverse Hessian at the mode).
-    Keeps ``num_samples`` draws per chain, one every ``thin`` steps after ``num_warmup`` steps.
+    Keeps ``num_samples`` draws per chain, one every ``thin`` steps after ``num_warmup`` steps
+    (rounded up to a multiple of ``thin``).
     adapt_preconditioner: in the warm-up's second half use the pooled covariance of the
         chains' positions from the first half (helps where the given preconditioner is off,
         e.g. a posterior truncated to a ball); the sampling phase keeps it fixed.

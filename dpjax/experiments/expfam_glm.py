@@ -283,7 +283,7 @@ def _configs(orders, epsilons, m0, radius, conversion):
 
 def _run_split(name, split, tables, args, seed, pad_to=0):
     """Sample every posterior of every table (label -> {key: (rho, m, R)}) for one split in one
-    MALA call (padded to ``pad_to`` posteriors so that splits share a compilation); returns
+    MALA call (padded to ``pad_to`` posteriors if given, to share a compilation); returns
     ({label: {key: metrics}}, data info)."""
     x_tr, y_tr, x_te, y_te, info = load_classification(name, split)
     unique = sorted({c for table in tables.values() for c in table.values()})
@@ -396,11 +396,10 @@ def run(args) -> tuple[dict, object]:
     }
     for name in names:
         sens = _sensitivity_tables(epsilons, m0, radius, args.ops_conversion) if name in sens_names else {}
-        sizes = [len({c for t in ({"main": table} | (sens if s == 0 else {})).values() for c in t.values()}) for s in range(splits)]
         per_split, info = [], None
         for s in range(splits):
             tables = {"main": table} | (sens if s == 0 else {})
-            res, info = _run_split(name, s, tables, args, seed + 1000 * s, pad_to=max(sizes))
+            res, info = _run_split(name, s, tables, args, seed + 1000 * s)
             per_split.append(res["main"])
             if s == 0 and sens:
                 results.setdefault("sensitivity", {})[name] = _sensitivity_curves(res, sens, epsilons)
