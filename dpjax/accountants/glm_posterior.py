@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validate as V
+from .expfam import glm_tempered_posterior_rdp
 
 __all__ = [
     "logistic_lipschitz",
@@ -90,8 +91,6 @@ def logistic_loss_range(feature_norm: float, radius: float) -> float:
 
 def lemma1_rdp(orders, temperature: float, lipschitz: float, prior_precision: float) -> np.ndarray:
     """2 rho^2 L^2 order / m (paper 004 Lemma 1)."""
-    from .expfam import glm_tempered_posterior_rdp
-
     return glm_tempered_posterior_rdp(orders, temperature, lipschitz, prior_precision)
 
 
