@@ -409,6 +409,6 @@ def _figure(results):
     ax3.set_ylabel("delta(eps)")
     ax3.set_ylim(1e-8, 1.5)
     ax3.set_title("privacy of one output", fontsize=9)
-    ax3.legend(fontsize=6)
+    ax3.legend(fontsize=6, loc="lower left")
     fig.tight_layout()
     return fig
