@@ -281,17 +281,15 @@ def _configs(orders, epsilons, m0, radius, conversion):
     return table
 
 
-def _run_split(name, split, tables, args, seed, pad_to=0):
+def _run_split(name, split, tables, args, seed):
     """Sample every posterior of every table (label -> {key: (rho, m, R)}) for one split in one
-    MALA call (padded to ``pad_to`` posteriors if given, to share a compilation); returns
-    ({label: {key: metrics}}, data info)."""
+    MALA call; returns ({label: {key: metrics}}, data info)."""
     x_tr, y_tr, x_te, y_te, info = load_classification(name, split)
     unique = sorted({c for table in tables.values() for c in table.values()})
     index = {c: i for i, c in enumerate(unique)}
-    padded = unique + [unique[-1]] * max(0, pad_to - len(unique))
     with stage(f"{name} split {split}: MALA on {len(unique)} posteriors x {args._chains} chains x "
                f"{args._warmup + args._draws * args.thin} steps (n = {info['n_train']}, d = {info['dim']})"):
-        result, _ = sample_posteriors(x_tr, y_tr, padded, chains=args._chains, warmup=args._warmup, draws=args._draws,
+        result, _ = sample_posteriors(x_tr, y_tr, unique, chains=args._chains, warmup=args._warmup, draws=args._draws,
                                       thin=args.thin, seed=seed)
     from ..mala import chain_diagnostics
 
