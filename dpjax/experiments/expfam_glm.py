@@ -97,8 +97,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load_classification(name: str, split: int, test_fraction: float = 0.2):
     """(x_train, y_train, x_test, y_test, info) for one seeded stratified split, preprocessed as
     in the module docstring (every record |x| <= 1, the last coordinate the bias 1/2)."""
-    from sklearn import datasets
-    from sklearn.model_selection import train_test_split
+    try:
+        from sklearn import datasets
+        from sklearn.model_selection import train_test_split
+    except ImportError as err:  # the data sets ship with scikit-learn, the "data" extra
+        raise ImportError("expfam-glm's data sets come with scikit-learn: pip install 'dpjax[data]'") from err
 
     if name == "breast-cancer":
         bunch = datasets.load_breast_cancer()
