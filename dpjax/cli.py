@@ -29,6 +29,8 @@ EXPERIMENTS = {
     "wasserstein-bound": "wasserstein_bound",
     "sgld-interim-proof": "sgld_interim_proof",
     "girsanov-double-well": "girsanov_double_well",
+    "expfam-glm": "expfam_glm",
+    "gibbs-lmc": "gibbs_lmc",
 }
 BENCHMARKS = {
     "coupled": "coupled",

@@ -21,6 +21,7 @@ eta0 + sum, eta0 + r sum, eta0/m + sum.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -50,6 +51,19 @@ __all__ = [
     "dirichlet_worst_case",
     "glm_tempered_posterior_rdp",
     "glm_tempered_posterior_curve",
+    "HessianBound",
+    "beta_log_normaliser_hessian",
+    "dirichlet_log_normaliser_hessian",
+    "expfam_hessian_renyi_bound",
+    "beta_hessian_renyi_bound",
+    "gaussian_known_variance_log_normaliser",
+    "gaussian_known_variance_in_domain",
+    "ClippedGaussianMechanism",
+    "clipped_gaussian_prior_natural",
+    "clipped_gaussian_posterior",
+    "clipped_gaussian_sensitivity",
+    "clipped_gaussian_rdp",
+    "clipped_gaussian_epsilon",
 ]
 
 
@@ -369,3 +383,192 @@ def glm_tempered_posterior_curve(orders, temperature: float, lipschitz: float, s
         released="posterior sample",
     )
     return PrivacyCurve.from_rdp(orders, rdp, prov)
+
+
+# --- the Hessian lemma (§A.4, "Lemma 1" of the appendix) ------------------------------------
+class HessianBound(NamedTuple):
+    bound: float  # the bound on D_order(P || Q)
+    curvature: float  # H = sup of v^T Hess C(eta_P + x v) v over the segment (v = eta_Q - eta_P)
+    segment: tuple  # the x-range the sup is taken over
+
+
+def beta_log_normaliser_hessian(eta) -> np.ndarray:
+    """Hessian of C(eta) = ln B(eta1, eta2 - eta1) in paper 004's natural parameters:
+    [[psi1(a) + psi1(b), -psi1(b)], [-psi1(b), psi1(b) - psi1(a + b)]], a = eta1, b = eta2 - eta1."""
+    from scipy.special import polygamma
+
+    a, b = beta_from_natural(eta)
+    t_a, t_b, t_ab = (polygamma(1, v) for v in (a, b, a + b))
+    return np.array([[t_a + t_b, -t_b], [-t_b, t_b - t_ab]])
+
+
+def dirichlet_log_normaliser_hessian(eta) -> np.ndarray:
+    """Hessian of the Dirichlet C(eta) (paper 004 eq. 56; trigamma psi1), natural parameters
+    (alpha_1..alpha_{d-1}, sum alpha). Written from C = sum_k lnGamma(alpha_k) - lnGamma(eta_d)
+    with alpha_d = eta_d - sum_{k<d} eta_k: the printed case list is the same matrix."""
+    from scipy.special import polygamma
+
+    alpha = _dirichlet_alpha(eta)
+    k = alpha.size - 1
+    t = polygamma(1, alpha)
+    t_last = t[-1]
+    h = np.empty((k + 1, k + 1))
+    h[:k, :k] = t_last + np.diag(t[:k])
+    h[:k, k] = h[k, :k] = -t_last
+    h[k, k] = t_last - polygamma(1, alpha.sum())
+    return h
+
+
+def expfam_hessian_renyi_bound(log_normaliser_hessian, eta_p, eta_q, order: float, *, mode: str = "corrected",
+                               curvature_convex: bool = False, grid: int = 4097) -> HessianBound:
+    """Paper 004 §A.4 Lemma 1 (the Hessian lemma) as a function.
+
+    With g(x) = C(eta_P + x v), v = eta_Q - eta_P, eq. 14 is D = e(1 - l)/(l - 1) + e(1) for the
+    first-order Taylor remainders e, so D <= (l/2) sup g'' over x in [1 - l, 1]. That is
+    ``mode="corrected"`` (NOTES 004: "the proof gives l H |d eta|^2/2 and needs the segment
+    x in [1-l, 1]"). ``mode="paper"`` is the statement as printed: l sup g'' over
+    [-(l - 1), l - 1] (twice the constant; for l < 2 its segment misses eta_Q's side).
+    g''(x) = v^T Hess C v, bounded in the printed lemma by |Hess C| |v|^2; the directional value is
+    what the proof uses (eq. 22) and is never larger.
+
+    The sup is exact when ``curvature_convex`` (g'' convex along the segment, as Theorem A.14
+    assumes for v in Diff: Beta, Dirichlet, Gaussian), else a max over ``grid`` points (an
+    estimate of the sup, from below). +inf if a point of the segment is not normalisable
+    (the Hessian there is not finite).
+    """
+    lam = _check_order(order)
+    if lam <= 1:
+        raise ValueError(f"order={order!r} violates order > 1 (paper 004 §A.4 Lemma 1)")
+    V.one_of("mode", mode, ("corrected", "paper"))
+    eta_p = np.asarray(eta_p, dtype=np.float64)
+    eta_q = np.asarray(eta_q, dtype=np.float64)
+    if eta_p.shape != eta_q.shape:
+        raise ValueError(f"eta_p has shape {eta_p.shape} and eta_q {eta_q.shape}; they must match")
+    v = eta_q - eta_p
+    lo, hi = (1.0 - lam, 1.0) if mode == "corrected" else (1.0 - lam, lam - 1.0)
+    xs = np.array([lo, hi]) if curvature_convex else np.unique(np.concatenate([np.linspace(lo, hi, int(grid)), [0.0, 1.0]]))
+    xs = xs[(xs >= lo) & (xs <= hi)]
+
+    def curvature(x):
+        h = np.asarray(log_normaliser_hessian(eta_p + x * v), dtype=np.float64)
+        return float(v @ h @ v) if np.all(np.isfinite(h)) else float("inf")
+
+    with np.errstate(all="ignore"):
+        h_sup = max(curvature(x) for x in xs)
+    if not (h_sup >= 0):  # NaN from a point outside the domain
+        h_sup = float("inf")
+    factor = lam / 2.0 if mode == "corrected" else lam
+    return HessianBound(factor * h_sup, h_sup, (lo, hi))
+
+
+def beta_hessian_renyi_bound(a_p, b_p, a_q, b_q, order: float, mode: str = "corrected") -> HessianBound:
+    """The Hessian lemma for two Betas. Exact sup when the pair differs along Diff (same a + b:
+    g'' = v1^2 (psi1(a) + psi1(b)), convex), a grid estimate otherwise; +inf where the segment
+    leaves the parameter space."""
+    eta_p, eta_q = beta_natural(a_p, b_p), beta_natural(a_q, b_q)
+    along_diff = bool(np.isclose(eta_p[1], eta_q[1], rtol=0, atol=1e-12 * max(1.0, abs(eta_p[1]))))
+    lam = _check_order(order)
+    lo, hi = (1.0 - lam, 1.0) if mode == "corrected" else (1.0 - lam, lam - 1.0)
+    for x in (lo, hi):
+        if not beta_in_domain(eta_p + x * (eta_q - eta_p)):
+            return HessianBound(float("inf"), float("inf"), (lo, hi))
+    return expfam_hessian_renyi_bound(beta_log_normaliser_hessian, eta_p, eta_q, lam, mode=mode, curvature_convex=along_diff)
+
+
+# --- §A.6.2: Gaussian mean with known variance, clipped data ---------------------------------
+def gaussian_known_variance_log_normaliser(eta, noise_variance: float) -> float:
+    """C(eta) for the conjugate family of N(theta, s^2) with known s^2 (paper 004 §A.6.2).
+
+    S(x) = x / s^2, A(theta) = theta^2 / (2 s^2); the posterior exp(eta1 theta - eta2 theta^2/(2 s^2))
+    is N(eta1 s^2 / eta2, s^2 / eta2), so C(eta) = eta1^2 s^2 / (2 eta2) + ln(2 pi s^2 / eta2) / 2,
+    normalisable iff eta2 > 0.
+    """
+    s2 = V.positive("noise_variance", noise_variance)
+    eta = np.asarray(eta, dtype=np.float64)
+    e1, e2 = eta[..., 0], eta[..., 1]
+    with np.errstate(all="ignore"):
+        out = np.where(e2 > 0, e1 * e1 * s2 / (2.0 * e2) + 0.5 * np.log(2.0 * np.pi * s2 / e2), np.inf)
+    return out if out.ndim else float(out)
+
+
+def gaussian_known_variance_in_domain(eta) -> bool:
+    return bool(np.all(np.asarray(eta, dtype=np.float64)[..., 1] > 0))
+
+
+class ClippedGaussianMechanism(NamedTuple):
+    """Paper 004 §A.6.2: observations x_i ~ N(theta, s^2) (s = ``noise_sd`` known), each clipped
+    to [-clip, clip] (eq. 63) before the conjugate update; prior N(prior_mean, prior_sd^2)
+    (natural parameter: :func:`clipped_gaussian_prior_natural`); optionally tempered
+    (``diffuse_r``, Algorithm 2) or with the prior scaled by 1/``concentrate_m`` (Algorithm 3)."""
+
+    noise_sd: float
+    prior_mean: float
+    prior_sd: float
+    n: int
+    clip: float
+    diffuse_r: float = 1.0
+    concentrate_m: float = 1.0
+
+    def validated(self) -> "ClippedGaussianMechanism":
+        V.positive("noise_sd", self.noise_sd)
+        V.finite_array("prior_mean", np.float64(self.prior_mean))
+        V.positive("prior_sd", self.prior_sd)
+        V.positive_int("n", self.n)
+        V.positive("clip", self.clip)
+        V.positive("diffuse_r", self.diffuse_r)
+        V.positive("concentrate_m", self.concentrate_m)
+        return self
+
+
+def clipped_gaussian_prior_natural(mech: ClippedGaussianMechanism) -> np.ndarray:
+    """eta0 with N(prior_mean, prior_sd^2) = N(eta1 s^2/eta2, s^2/eta2): eta2 = s^2/prior_sd^2
+    (pseudo-observations), eta1 = prior_mean / prior_sd^2."""
+    s2 = mech.noise_sd**2
+    return np.array([mech.prior_mean / mech.prior_sd**2, s2 / mech.prior_sd**2])
+
+
+def clipped_gaussian_posterior(mech: ClippedGaussianMechanism, data) -> tuple[float, float]:
+    """(mean, variance) of the mechanism's posterior on ``data`` (n observations, clipped first)."""
+    mech.validated()
+    x = np.asarray(data, dtype=np.float64).reshape(-1)
+    if x.size != mech.n:
+        raise ValueError(f"data has {x.size} observations; the mechanism has n={mech.n}")
+    V.finite_array("data", x)
+    s2 = mech.noise_sd**2
+    eta = clipped_gaussian_prior_natural(mech) / mech.concentrate_m + mech.diffuse_r * np.array([np.clip(x, -mech.clip, mech.clip).sum() / s2, x.size])
+    return float(eta[0] * s2 / eta[1]), float(s2 / eta[1])
+
+
+def clipped_gaussian_sensitivity(mech: ClippedGaussianMechanism, mode: str = "corrected") -> float:
+    """|eta_P - eta_Q| for replace-one neighbours: r 2 clip / s^2 (one clipped value moves from
+    -clip to +clip). ``mode="paper"`` is the printed |eta_P - eta_Q| <= Delta, i.e. r clip / s^2
+    (NOTES 004: "clipping to [-D, D] gives sensitivity 2D, not D")."""
+    V.one_of("mode", mode, ("corrected", "paper"))
+    mech.validated()
+    width = 2.0 * mech.clip if mode == "corrected" else mech.clip
+    return mech.diffuse_r * width / mech.noise_sd**2
+
+
+def clipped_gaussian_rdp(mech: ClippedGaussianMechanism, orders, mode: str = "corrected") -> np.ndarray:
+    """Worst-case RDP of one posterior sample, order (mean gap)^2 / (2 var): the posterior
+    variance var = s^2 / eta2 does not depend on the data, and the mean eta1 s^2 / eta2 moves by
+    at most (sensitivity) s^2 / eta2. Equal variances, so this is exact, the same in both
+    directions and attained by the pair with one clipped value at -clip and at +clip."""
+    orders = np.asarray(orders, dtype=np.float64)
+    if np.any(~(orders > 0)) or np.any(~np.isfinite(orders)):
+        raise ValueError(f"orders={orders.tolist()} violate order > 0 (finite)")
+    sens = clipped_gaussian_sensitivity(mech, mode)
+    s2 = mech.noise_sd**2
+    eta2 = clipped_gaussian_prior_natural(mech)[1] / mech.concentrate_m + mech.diffuse_r * mech.n
+    var = s2 / eta2
+    gap = sens * s2 / eta2  # mean = eta1 s^2 / eta2
+    return orders * gap * gap / (2.0 * var)
+
+
+def clipped_gaussian_epsilon(mech: ClippedGaussianMechanism, delta: float, mode: str = "corrected") -> float:
+    """Tight worst-case eps(delta) of one posterior sample: the analytic Gaussian mechanism at
+    mu = mean gap / posterior sd."""
+    from .gaussian_divergence import analytic_gaussian_epsilon
+
+    rdp1 = float(clipped_gaussian_rdp(mech, [1.0], mode)[0])  # = mu^2 / 2
+    return analytic_gaussian_epsilon(math.sqrt(2.0 * rdp1), V.in_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True))
