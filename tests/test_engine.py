@@ -19,6 +19,7 @@ from scipy import stats
 import dpjax
 from dpjax import samplers
 from dpjax.engine import pallas_kernel, randomness as rng, reference, runner
+from dpjax.engine.compiles import count_compilations
 from dpjax.engine.gradients import provider_for
 from dpjax.models import bayesian_linear_regression
 
@@ -162,23 +163,10 @@ def test_pallas_kernel_lowers_to_triton_for_cuda(case):
     assert exported.mlir_module().count("__gpu$xla.gpu.triton") == 1
 
 
-class _CompileCounter:
-    def __init__(self):
-        self.count = 0
-
-    def __call__(self, event, duration, **kwargs):
-        if event == "/jax/core/compile/backend_compile_duration":
-            self.count += 1
-
-
 def _count_compiles(fn):
-    counter = _CompileCounter()
-    jax.monitoring.register_event_duration_secs_listener(counter)
-    try:
+    with count_compilations() as compiled:
         fn()
-    finally:
-        jax.monitoring.unregister_event_duration_listener(counter)
-    return counter.count
+    return compiled.count
 
 
 @pytest.mark.parametrize("engine", ["reference", "quadratic"])
@@ -252,3 +240,24 @@ def test_run_coupled_checks_the_records_against_the_model():
         pair = dpjax.replace_one(data, 0, {"x": np.array([2.0]), "y": np.array(0.0)})
     with pytest.raises(ValueError, match=r"field 'x' has shape \(5, 1\); it must have shape \(n, 2\)"):
         dpjax.run_coupled(0, bayesian_linear_regression(1.0, 1.0, dim=2), pair, samplers.ula(0.01), num_pairs=2, num_steps=1, progress=False)
+
+
+def test_auto_falls_back_to_the_xla_path_when_the_kernel_cannot_compile(monkeypatch):
+    """On a GPU whose JAX cannot lower the kernel, engine='auto' says so and runs the quadratic
+    XLA path (the same numbers); an explicit engine='pallas' raises instead."""
+    def broken(*args, **kwargs):
+        raise NotImplementedError("Unimplemented primitive in Pallas GPU lowering: is_finite")
+
+    model = bayesian_linear_regression(1.0, 0.5)
+    pair = _pairs(1, True)
+    sampler = samplers.cyclic_sgld(0.002)
+    kw = dict(num_pairs=8, num_steps=12, progress=False)
+    expected = dpjax.run_coupled(1, model, pair, sampler, engine="quadratic", **kw)
+    monkeypatch.setattr(pallas_kernel, "advance", broken)
+    monkeypatch.setattr(runner, "choose_engine", lambda engine, m, s: "pallas")
+    with pytest.warns(RuntimeWarning, match=r"Pallas kernel did not compile here \(NotImplementedError.*engine='quadratic'"):
+        got = dpjax.run_coupled(1, model, pair, sampler, engine="auto", **kw)
+    assert got.config["engine"] == "quadratic"
+    np.testing.assert_array_equal(got.positions, expected.positions)
+    with pytest.raises(NotImplementedError):
+        dpjax.run_coupled(1, model, pair, sampler, engine="pallas", **kw)

@@ -195,9 +195,8 @@ def _logistic_rows(sizes, records: int, repeats: int, seed: int) -> list:
 
 
 def _repeated_call(records: int, pairs: int, steps: int, seed: int) -> dict:
-    import jax
-
     import dpjax
+    from dpjax.engine.compiles import count_compilations
     from dpjax.models import bayesian_linear_regression
 
     from . import coupled as bc
@@ -211,15 +210,10 @@ def _repeated_call(records: int, pairs: int, steps: int, seed: int) -> dict:
         t0 = time.perf_counter()
         first = dpjax.run_coupled(seed, m, pair, sampler, num_pairs=pairs, num_steps=steps, progress=False, engine=engine)
         first_wall = time.perf_counter() - t0
-        compiles = []
-        listener = lambda event, duration, **kw: compiles.append(event) if event == "/jax/core/compile/backend_compile_duration" else None
-        jax.monitoring.register_event_duration_secs_listener(listener)
-        try:
+        with count_compilations() as compiles:
             t0 = time.perf_counter()
             again = dpjax.run_coupled(seed + 1, m, pair, dpjax.samplers.cyclic_sgld(eta * 0.9), num_pairs=pairs, num_steps=steps, progress=False, engine=engine)
             wall = time.perf_counter() - t0
-        finally:
-            jax.monitoring.unregister_event_duration_listener(listener)
         out[label] = {
             "engine": again.config["engine"],
             "first_call_seconds": first_wall,
@@ -228,7 +222,7 @@ def _repeated_call(records: int, pairs: int, steps: int, seed: int) -> dict:
             "repeated_stepping_seconds": again.config["run_seconds"],
             "repeated_overhead_seconds": wall - again.config["run_seconds"],
             "repeated_over_first": wall / first_wall,
-            "compilations_in_repeat": len(compiles),
+            "compilations_in_repeat": compiles.count,
         }
     return out
 

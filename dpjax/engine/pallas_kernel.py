@@ -55,6 +55,11 @@ def unsupported_reason(model, sampler) -> Optional[str]:
     return f"batching {scheme.name!r}" + (f" with order_family={scheme.order_family!r}" if isinstance(scheme, Cyclic) else "")
 
 
+def _finite(v):
+    # v - v is 0 for finite v and NaN for inf or NaN; older Triton lowerings lack is_finite
+    return (v - v) == 0
+
+
 def _pow2(k: int) -> int:
     return 1 << max(0, int(k - 1).bit_length())
 
@@ -178,9 +183,9 @@ def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool,
             loss = loss + (sum(dl * dl for dl in delta) / (2 * noise_std * noise_std) + sum(dl * zc for dl, zc in zip(delta, z)) / noise_std)
             new_x = [xc - drift * (prior * xc + scale * sc) + noise_std * zc for xc, sc, zc in zip(x, sum_d, z)]
             new_xp = [xc - drift * (prior * xc + scale * sc) + noise_std * zc for xc, sc, zc in zip(xp, sum_n, z)]
-            ok = jnp.isfinite(loss)
+            ok = _finite(loss)
             for v in new_x + new_xp:
-                ok = ok & jnp.isfinite(v)
+                ok = ok & _finite(v)
             finite = jnp.where(ok, finite, jnp.zeros_like(finite))
             return new_x, new_xp, loss, finite, cursor
 

@@ -98,8 +98,13 @@ def advance(sampler, data, index, words, chain_state, state: PairState, start, c
 
 
 @functools.partial(jax.jit, static_argnames=("num_slots",))
-def chain_setup(sampler, root, chain_ids, *, num_slots: int) -> tuple[Any, Any]:
-    """Every pair's JAX key fold_in(root, pair) and its Philox words and batching state."""
+def _chain_setup(sampler, root, chain_ids, tables, *, num_slots: int) -> tuple[Any, Any]:
     chain_keys = jax.vmap(lambda c: jax.random.fold_in(root, c))(chain_ids)
-    keys = jax.vmap(lambda k: sampler.chain_keys(k, num_slots))(chain_keys)
+    keys = jax.vmap(lambda k: sampler.chain_keys(k, num_slots, tables))(chain_keys)
     return chain_keys, keys
+
+
+def chain_setup(sampler, root, chain_ids, *, num_slots: int) -> tuple[Any, Any]:
+    """Every pair's JAX key fold_in(root, pair) and its Philox words and batching state (the
+    scheme's tables, e.g. the units of Z_n, go in as arguments: one program for every n's data)."""
+    return _chain_setup(sampler, root, chain_ids, sampler.batching.tables(num_slots), num_slots=num_slots)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from typing import Callable, NamedTuple, Optional, Sequence
 
 import jax
@@ -137,10 +138,11 @@ def run_pairs(
     path = choose_engine(engine, model, sampler)
     with jax.enable_x64(dtype == jnp.dtype(jnp.float64)):
         return _run(seed, model, pair, sampler, num_pairs, num_steps, np.asarray(record_steps, np.int64), init, dtype, check_mesh(mesh),
-                    chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll or default_unroll())
+                    chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll or default_unroll(),
+                    fallback=engine == "auto" and path == "pallas")
 
 
-def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, mesh, chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll):
+def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, mesh, chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll, fallback=False):
     n, dim, index = pair.dataset.num_slots, model.dim, pair.index
     num_devices = int(mesh.shape["chains"])
     padded = num_devices * math.ceil(num_pairs / num_devices)
@@ -159,13 +161,21 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
     x0 = _start(init, chain_keys, num_pairs, padded, dim, dtype, chains)
     state = reference.PairState(x0, x0, _global(np.zeros(padded, dtype), chains), _global(np.ones(padded, bool), chains))
 
+    xla_advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider, num_slots=n, unroll=unroll)
+    advance = xla_advance
+    zero = jnp.asarray(0, jnp.int32)
     if path == "pallas":
         from . import pallas_kernel
 
         advance = lambda st, start, count: pallas_kernel.advance(sampler_arg, data, index_arg, keys, st, start, count, provider=provider, num_slots=n, mesh=mesh)
-    else:
-        advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider, num_slots=n, unroll=unroll)
-    zero = jnp.asarray(0, jnp.int32)
+        try:
+            jax.block_until_ready(advance(state, zero, zero))
+        except Exception as err:  # a JAX or Triton version whose Pallas lowering lacks something the kernel uses
+            if not fallback:
+                raise
+            warnings.warn(f"the Pallas kernel did not compile here ({type(err).__name__}: {str(err)[:200]}); running the same "
+                          "steps on engine='quadratic' (the XLA path: same numbers, slower on a GPU)", RuntimeWarning, stacklevel=3)
+            path, advance = "quadratic", xla_advance
     jax.block_until_ready(advance(state, zero, zero))  # compiles on a first run, reuses after
     compile_seconds = time.perf_counter() - compile_start
 

@@ -113,8 +113,10 @@ def _ones(b: int) -> jax.Array:
 class BatchingScheme:
     """Base class.
 
-    ``chain_state(words, n)`` -> a chain's per-run batching state (e.g. its order), from its
-    Philox words only; ``batch(words, state, step, n)`` -> :class:`Batch` of step ``step``.
+    ``chain_state(words, n, tables)`` -> a chain's per-run batching state (e.g. its order), from
+    its Philox words and the scheme's host ``tables(n)`` (arrays shared by every chain, passed
+    to compiled programs as arguments rather than baked in as constants);
+    ``batch(words, state, step, n)`` -> :class:`Batch` of step ``step``.
     Engine paths may walk the steps incrementally: ``start(words, state, step, n)`` gives a
     cursor at ``step`` and ``advance(words, state, cursor, step, n)`` gives step ``step``'s batch
     and the cursor of the next step; the batches are identical to :meth:`batch`'s (tested).
@@ -134,7 +136,10 @@ class BatchingScheme:
         """Steps that use every record once (schemes with orders), else n / b rounded up."""
         return math.ceil(num_slots / self.batch_size(num_slots))
 
-    def chain_state(self, words: jax.Array, num_slots: int) -> Any:
+    def tables(self, num_slots: int) -> dict:
+        return {}
+
+    def chain_state(self, words: jax.Array, num_slots: int, tables: Optional[dict] = None) -> Any:
         return ()
 
     def batch(self, words: jax.Array, state: Any, step: jax.Array, num_slots: int) -> Batch:
@@ -298,11 +303,17 @@ class Cyclic(_FixedSize):
             if order.shape != (num_slots,) or not np.array_equal(np.sort(order), np.arange(num_slots)):
                 raise ValueError(f"order (shape {order.shape}) must be a permutation of 0..{num_slots - 1} (n = {num_slots} records)")
 
-    def chain_state(self, words, num_slots):
+    def tables(self, num_slots):
+        if self.order is None and self.order_family == "affine":
+            return {"units": permutation.units(num_slots)}
+        return {}
+
+    def chain_state(self, words, num_slots, tables=None):
         if self.order is not None:
             return ()
         if self.order_family == "affine":
-            return permutation.affine_order(words, num_slots)
+            units = (tables or self.tables(num_slots))["units"]
+            return permutation.affine_order(words, num_slots, units)
         return permutation.swap_or_not_keys(words, 0, num_slots)
 
     def _records(self, state, positions, num_slots):

@@ -154,10 +154,11 @@ class LangevinSampler:
         return size, jnp.sqrt(2 * size * self.temperature)
 
     # --- randomness ---------------------------------------------------------------------
-    def chain_keys(self, chain_key: jax.Array, num_slots: int) -> ChainKeys:
-        """A chain's Philox words and batching state, from its JAX key (once per chain)."""
+    def chain_keys(self, chain_key: jax.Array, num_slots: int, tables: Optional[dict] = None) -> ChainKeys:
+        """A chain's Philox words and batching state, from its JAX key (once per chain);
+        ``tables``: the batching scheme's ``tables(n)`` (default: built here)."""
         words = rng.chain_words(chain_key)
-        return ChainKeys(words=words, batching=self.batching.chain_state(words, num_slots))
+        return ChainKeys(words=words, batching=self.batching.chain_state(words, num_slots, tables))
 
     def noise(self, keys: ChainKeys, step: jax.Array, dim: int, dtype=None) -> jax.Array:
         """Standard normal draw (d,) of step ``step``."""

@@ -69,11 +69,12 @@ class AffineOrder(NamedTuple):
     offset: jax.Array  # int32 in [0, n)
 
 
-def affine_order(words: jax.Array, n: int) -> AffineOrder:
-    """A chain's affine order from its Philox words (shape (2,)): a uniform unit, a uniform offset."""
-    table = units(check_records(n))
+def affine_order(words: jax.Array, n: int, unit_table=None) -> AffineOrder:
+    """A chain's affine order from its Philox words (shape (2,)): a uniform unit (from
+    ``unit_table``, default :func:`units` of n), a uniform offset."""
+    table = units(check_records(n)) if unit_table is None else unit_table
     w0, w1, w2, w3 = rng.draw_block(words[0], words[1], 0, rng.ORDER, 0)
-    multiplier = jnp.asarray(table)[rng.uniform_index(w0, w1, table.size)]
+    multiplier = jnp.asarray(table)[rng.uniform_index(w0, w1, table.shape[0])]
     return AffineOrder(multiplier, rng.uniform_index(w2, w3, n))
 
 
