@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 
-from . import _validate
+from . import _display, _validate
 from .accountants.curve import PrivacyCurve
 from .coupled import CoupledResult, run_coupled
 from .data import NeighbouringPair
@@ -68,6 +69,19 @@ class AuditReport:
         """True when no bound or exact value fell below a lower confidence limit."""
         return self.violations.empty
 
+    def summary(self, full: bool = False) -> str:
+        """The audit as text in 100 columns: the headline at the last step, eps per recorded
+        step (bounds, exact values, the chains' certified lower bound and estimates), the
+        verdict and every number's source. ``full=True``: every step and full sources."""
+        return _display.audit_summary(self, full=full)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def save(self, path) -> "Path":
+        """Write :meth:`figure` to ``path`` (PNG, PDF or SVG by the suffix); returns the path."""
+        return _display.save_figure(self.figure(), path)
+
     def figure(self, ax=None):
         """eps(delta) against the step: bounds and exact values as lines, the lower
         confidence bound and the plug-in estimate as markers with their intervals."""
@@ -95,8 +109,8 @@ class AuditReport:
             ax.scatter(v["step"], v["epsilon"], s=120, facecolors="none", edgecolors="red", linewidths=2, label="VIOLATION", zorder=5)
         ax.set_xlabel("step")
         ax.set_ylabel(f"epsilon at delta = {self.delta:g}")
-        ax.set_yscale("symlog", linthresh=1e-2)
-        ax.legend(fontsize=7)
+        _display.epsilon_axis(ax, np.concatenate([t["epsilon"], t["upper"]]))
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
         ax.set_title(f"audit: {len(self.coupled.finite)} chain pairs, {self.coupled.num_nonfinite} non-finite")
         return fig
 
