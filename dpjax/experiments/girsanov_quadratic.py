@@ -242,3 +242,22 @@ def _figure(results: dict):
     fig.suptitle(f"paper 001 closed-form case: c={p['c']:g}, mu={p['mu']:g}, L={p['L']:g}, step size={p['step_size']:g}", fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def headline(results: dict) -> list:
+    """The bounds against the exact values at the largest step count (RDP / order; paper 001
+    has no experiments, so the paper column is empty)."""
+    k = results["steps"][-1]
+    at = lambda key: results[key][-1]
+    return [
+        dict(quantity=f"ULA last iterate after {k} steps: exact RDP / order", paper=None, dpjax=at("exact_last_rdp_per_order")),
+        dict(quantity="  Thm 5.2, the paper's constants", paper=None, dpjax=at("thm52_paper"),
+             note="the printed '+c' should be '+2c' (NOTES 001); 'strict' uses the proof's constant"),
+        dict(quantity="  Thm 5.2, strict constants", paper=None, dpjax=at("thm52_strict")),
+        dict(quantity="  Prop 4.6 with the optimal window (strict)", paper=None, dpjax=at("prop46_optimal_window")),
+        dict(quantity=f"ULA path to step {k}: exact RDP / order", paper=None, dpjax=at("exact_path_rdp_per_order")),
+        dict(quantity="  Thm 5.4", paper=None, dpjax=at("thm54"), note="equal to the exact path divergence (a Gaussian mechanism per step)"),
+        dict(quantity=f"SGLD (batch {results['parameters']['batch_size']}) last iterate: exact RDP / order", paper=None,
+             dpjax=at("exact_sgld_last_rdp_per_order")),
+        dict(quantity="  Thm 5.7, the paper's constants", paper=None, dpjax=at("thm57_paper")),
+    ]
