@@ -104,10 +104,38 @@ def wrap_text(text: str, width: int = WIDTH, indent: str = "", first: Optional[s
 
 
 # --- figures --------------------------------------------------------------------------------------
+def enable_notebook_display() -> None:
+    """In IPython / Jupyter, show a pyplot-free figure as a PNG when it is a cell's value.
+
+    Jupyter draws a bare :class:`matplotlib.figure.Figure` only once pyplot has set up the
+    inline backend; without this, ``report.figure()`` in a notebook that never imported pyplot
+    would print "<Figure size ...>". Outside IPython this does nothing."""
+    import sys
+
+    if "IPython" not in sys.modules:
+        return
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    import matplotlib.figure
+
+    png = shell.display_formatter.formatters["image/png"]
+    try:
+        png.lookup_by_type(matplotlib.figure.Figure)
+        return  # the inline backend (or a user) already draws figures
+    except KeyError:
+        from IPython.core.pylabtools import print_figure
+
+        png.for_type(matplotlib.figure.Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight"))
+
+
 def new_figure(ncols: int = 1, size=(7.0, 4.2)):
     """A pyplot-free figure with ``ncols`` axes side by side."""
     import matplotlib.figure
 
+    enable_notebook_display()
     fig = matplotlib.figure.Figure(figsize=(size[0] * ncols if ncols > 1 else size[0], size[1]), layout="constrained")
     axes = [fig.add_subplot(1, ncols, j + 1) for j in range(ncols)]
     return fig, axes
@@ -289,7 +317,7 @@ def _audit_headline(report, step: int) -> list:
     if not finite_bounds.empty:
         best = finite_bounds.loc[finite_bounds["epsilon"].astype(float).idxmin()]
         of = f", the tightest of {len(bounds)} bounds" if len(bounds) > 1 else ""
-        parts.append(f"at most {fmt(best['epsilon'])} ({best['quantity']}{of}; it bounds the {best['released'] or 'release it names'})")
+        parts.append(f"at most {fmt(best['epsilon'])} ({best['quantity']}{of}, for the release of: {best['released'] or 'unspecified'})")
     elif not bounds.empty:
         parts.append("unbounded by the accountants given (every bound is infinite)")
     if not parts:

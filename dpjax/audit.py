@@ -87,6 +87,7 @@ class AuditReport:
         confidence bound and the plug-in estimate as markers with their intervals."""
         import matplotlib.figure
 
+        _display.enable_notebook_display()
         if ax is None:
             fig = matplotlib.figure.Figure(figsize=(7, 4.2))
             ax = fig.add_subplot()

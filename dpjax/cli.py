@@ -31,6 +31,7 @@ EXPERIMENTS = {
     "contamination-mean": "contamination_mean",
     "contamination-logistic": "contamination_logistic",
     "expfam-beta": "expfam_beta",
+    "breast-cancer-audit": "breast_cancer_audit",
 }
 BENCHMARKS = {
     "coupled": "coupled",
