@@ -250,10 +250,10 @@ def audit_summary(report, full: bool = False, width: int = WIDTH) -> str:
     coupled = report.coupled
     num_pairs = len(coupled.finite)
     conf = _confidence(report.confidence)
-    out = [
-        f"dpjax audit: eps at delta = {fmt(report.delta)}, {conf} confidence, {fmt_count(num_pairs)} coupled chain pairs "
-        f"({fmt_count(coupled.num_nonfinite)} non-finite, excluded)"
-    ]
+    nonfinite = f"{fmt_count(coupled.num_nonfinite)} non-finite" + (", excluded" if coupled.num_nonfinite else "")
+    out = [wrap_text(
+        f"dpjax audit: eps at delta = {fmt(report.delta)}, {conf} confidence, {fmt_count(num_pairs)} coupled chain pairs ({nonfinite})",
+        width, indent="  ", first="")]
     if t.empty:
         out.append("no step after 0 was recorded: nothing is released yet, so there is nothing to compare")
         out.append(_audit_verdict(report))
@@ -317,7 +317,7 @@ def _audit_headline(report, step: int) -> list:
     if not finite_bounds.empty:
         best = finite_bounds.loc[finite_bounds["epsilon"].astype(float).idxmin()]
         of = f", the tightest of {len(bounds)} bounds" if len(bounds) > 1 else ""
-        parts.append(f"at most {fmt(best['epsilon'])} ({best['quantity']}{of}, for the release of: {best['released'] or 'unspecified'})")
+        parts.append(f"at most {fmt(best['epsilon'])} ({best['quantity']}{of}, a bound for releasing the {best['released'] or 'output'})")
     elif not bounds.empty:
         parts.append("unbounded by the accountants given (every bound is infinite)")
     if not parts:

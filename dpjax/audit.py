@@ -104,7 +104,8 @@ class AuditReport:
                 hi = np.nan_to_num(rows["upper"] - rows["epsilon"], nan=0.0, posinf=0.0, neginf=0.0)  # an infinite end is not drawn
                 marker = "^" if kind == "lower bound" else "o"
                 yerr = None if kind == "lower bound" else np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)])
-                ax.errorbar(rows["step"], rows["epsilon"], yerr=yerr, fmt=marker, capsize=3, label=f"{quantity} ({kind})")
+                what = f"certified {self.confidence:.0%} lower bound" if kind == "lower bound" else f"{kind}, {self.confidence:.0%} interval"
+                ax.errorbar(rows["step"], rows["epsilon"], yerr=yerr, fmt=marker, capsize=3, label=f"{quantity} ({what})")
         if not self.violations.empty:
             v = self.violations
             ax.scatter(v["step"], v["epsilon"], s=120, facecolors="none", edgecolors="red", linewidths=2, label="VIOLATION", zorder=5)
@@ -112,7 +113,7 @@ class AuditReport:
         ax.set_ylabel(f"epsilon at delta = {self.delta:g}")
         _display.epsilon_axis(ax, np.concatenate([t["epsilon"], t["upper"]]))
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-        ax.set_title(f"audit: {len(self.coupled.finite)} chain pairs, {self.coupled.num_nonfinite} non-finite")
+        ax.set_title(f"audit: {len(self.coupled.finite):,} coupled chain pairs, {self.coupled.num_nonfinite:,} non-finite")
         return fig
 
 
