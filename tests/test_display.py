@@ -197,3 +197,17 @@ def test_coupled_result_prints_a_summary_not_arrays(tmp_path):
     fig = res.figure()
     assert len(fig.axes) == 2
     assert res.save(tmp_path / "c.png").exists()
+
+
+def test_figures_display_in_a_notebook_without_pyplot():
+    """A pyplot-free figure is drawn as PNG when it is a cell's value (no '<Figure size ...>')."""
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        fig = _report().figure()
+        data, _ = shell.display_formatter.format(fig)
+        assert data.get("image/png", b"")[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        InteractiveShell.clear_instance()
