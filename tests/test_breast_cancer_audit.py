@@ -130,14 +130,28 @@ def test_bad_arguments_are_rejected_before_any_compute(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_quick_run_end_to_end(tmp_path, capsys):
+def test_quick_sizes_and_defaults():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    bca.add_arguments(parser)
+    quick, full = bca._check(parser.parse_args(["--quick"])), bca._check(parser.parse_args([]))
+    assert (quick["pairs"], quick["steps"]) == (500, [25, 50, 100])
+    assert (full["pairs"], full["steps"]) == (5000, [50, 100, 200, 400])
+    assert bca._check(parser.parse_args(["--quick", "--pairs", "7", "--steps", "9,3"]))["steps"] == [3, 9]
+
+
+def test_small_run_end_to_end(tmp_path, capsys):
+    """The command end to end at a smaller size than --quick (the notebook runs the pieces at
+    another): JSON, figure, progress lines and the headline table."""
     from dpjax.cli import main
 
-    assert main(["reproduce", "breast-cancer-audit", "--quick", "--out", str(tmp_path)]) == 0
+    assert main(["reproduce", "breast-cancer-audit", "--out", str(tmp_path), "--pairs", "200", "--steps", "20,60"]) == 0
     captured = capsys.readouterr()
     res = json.loads((tmp_path / "breast-cancer-audit.json").read_text())
     assert (tmp_path / "breast-cancer-audit.png").stat().st_size > 20_000
-    assert res["steps"] == [25, 50, 100] and res["num_nonfinite"] == 0
+    assert res["steps"] == [20, 60] and res["num_pairs"] == 200 and res["num_nonfinite"] == 0
     upper, lower = np.array(res["epsilon_upper_rdp"]), np.array(res["epsilon_lower_certified"])
     # a certified lower bound (95% each) never above a valid upper bound; the audit agrees
     assert np.all(lower <= upper) and res["audit_ok"]
