@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpjax", description=DESCRIPTION, epilog="Run 'dpjax COMMAND --help' for a command's flags.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
 
-    demo_help = "paper 000's story at reduced n in ~20 s: a private posterior, a non-private interim SGLD iterate"
+    demo_help = "paper 000's story at reduced n in under a minute: a private posterior, a leaky interim SGLD iterate"
     demo = sub.add_parser("demo", help=demo_help, description=demo_help[:1].upper() + demo_help[1:] + ".")
     from .demo import add_arguments as demo_args  # light: the demo imports JAX only when run
 

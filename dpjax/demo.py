@@ -1,4 +1,4 @@
-"""``dpjax demo``: paper 000's story at reduced n, in about twenty seconds on a 2-core CPU.
+"""``dpjax demo``: paper 000's story at reduced n, in well under a minute on a 2-core CPU.
 
 The story (paper 000, Figure 1): a sample from the Bayesian posterior is private, yet the
 cyclic-SGLD iterates that are meant to approximate it are not, until the chain has mixed.
@@ -243,6 +243,6 @@ def _figure(n, delta, exact, posterior_exact, posterior_bound, epochs_measured, 
     ax.set_ylabel(f"eps at delta = {delta:g}")
     ax.grid(alpha=0.3)
     fig.suptitle(f"Paper 000 at n = {n:,}: a private posterior, a leaky interim SGLD iterate", fontsize=12)
-    ax.set_title("\n".join(textwrap.wrap(takeaway, 100)), fontsize=8.5, loc="left")
+    ax.set_title("\n".join(textwrap.wrap(takeaway, 118)), fontsize=8.5, loc="left")
     fig.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     return fig
