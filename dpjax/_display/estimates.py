@@ -78,7 +78,7 @@ def contamination_figure(r):
         ax.axvspan(lo, hi, color="C3", alpha=0.15, label=f"{_confidence(r.interval_confidence)} interval")
     ax.set_xlabel("eps_hat")
     ax.set_ylabel("datasets")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right", framealpha=0.95)
     ax.set_title(f"paper 003 Algorithm 1: n = {fmt_count(r.num_records)}, delta = {fmt(r.delta)}", fontsize=10)
     return fig
 
