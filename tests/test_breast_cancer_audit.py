@@ -147,11 +147,11 @@ def test_small_run_end_to_end(tmp_path, capsys):
     another): JSON, figure, progress lines and the headline table."""
     from dpjax.cli import main
 
-    assert main(["reproduce", "breast-cancer-audit", "--out", str(tmp_path), "--pairs", "200", "--steps", "20,60"]) == 0
+    assert main(["reproduce", "breast-cancer-audit", "--out", str(tmp_path), "--pairs", "100", "--steps", "10,30"]) == 0
     captured = capsys.readouterr()
     res = json.loads((tmp_path / "breast-cancer-audit.json").read_text())
     assert (tmp_path / "breast-cancer-audit.png").stat().st_size > 20_000
-    assert res["steps"] == [20, 60] and res["num_pairs"] == 200 and res["num_nonfinite"] == 0
+    assert res["steps"] == [10, 30] and res["num_pairs"] == 100 and res["num_nonfinite"] == 0
     upper, lower = np.array(res["epsilon_upper_rdp"]), np.array(res["epsilon_lower_certified"])
     # a certified lower bound (95% each) never above a valid upper bound; the audit agrees
     assert np.all(lower <= upper) and res["audit_ok"]
