@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 
-from . import _validate
+from . import _display, _validate
 from .accountants.curve import PrivacyCurve
 from .coupled import CoupledResult, run_coupled
 from .data import NeighbouringPair
@@ -78,11 +79,25 @@ class AuditReport:
         above the step's lower bound and inside its own interval."""
         return not self.problems
 
+    def summary(self, full: bool = False) -> str:
+        """The audit as text in 100 columns: the headline at the last step, eps per recorded
+        step (bounds, exact values, the chains' certified lower bound and estimates), the
+        verdict and every number's source. ``full=True``: every step and full sources."""
+        return _display.audit_summary(self, full=full)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def save(self, path) -> "Path":
+        """Write :meth:`figure` to ``path`` (PNG, PDF or SVG by the suffix); returns the path."""
+        return _display.save_figure(self.figure(), path)
+
     def figure(self, ax=None):
         """eps(delta) against the step: bounds and exact values as lines, the lower
         confidence bound and the plug-in estimate as markers with their intervals."""
         import matplotlib.figure
 
+        _display.enable_notebook_display()
         if ax is None:
             fig = matplotlib.figure.Figure(figsize=(7, 4.2))
             ax = fig.add_subplot()
@@ -99,15 +114,16 @@ class AuditReport:
                 hi = np.nan_to_num(rows["upper"] - rows["epsilon"], nan=0.0, posinf=0.0, neginf=0.0)  # an infinite end is not drawn
                 marker = "^" if kind == "lower bound" else "o"
                 yerr = None if kind == "lower bound" else np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)])
-                ax.errorbar(rows["step"], rows["epsilon"], yerr=yerr, fmt=marker, capsize=3, label=f"{quantity} ({kind})")
+                what = f"certified {self.confidence:.0%} lower bound" if kind == "lower bound" else f"{kind}, {self.confidence:.0%} interval"
+                ax.errorbar(rows["step"], rows["epsilon"], yerr=yerr, fmt=marker, capsize=3, label=f"{quantity} ({what})")
         if not self.violations.empty:
             v = self.violations
             ax.scatter(v["step"], v["epsilon"], s=120, facecolors="none", edgecolors="red", linewidths=2, label="VIOLATION", zorder=5)
         ax.set_xlabel("step")
         ax.set_ylabel(f"epsilon at delta = {self.delta:g}")
-        ax.set_yscale("symlog", linthresh=1e-2)
-        ax.legend(fontsize=7)
-        ax.set_title(f"audit: {len(self.coupled.finite)} chain pairs, {self.coupled.num_nonfinite} non-finite")
+        _display.epsilon_axis(ax, np.concatenate([t["epsilon"], t["upper"]]))
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        ax.set_title(f"audit: {len(self.coupled.finite):,} coupled chain pairs, {self.coupled.num_nonfinite:,} non-finite")
         return fig
 
 

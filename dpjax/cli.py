@@ -1,17 +1,24 @@
 """The ``dpjax`` command: ``demo``, ``reproduce NAME``, ``bench NAME``, ``sweep CONFIG``.
 
 Subcommands are registries of modules so each result lives in its own module:
-``dpjax.experiments.<module>`` exposes ``add_arguments(parser)`` and
-``run(args) -> (results: dict, figure)``; ``dpjax.bench.<module>`` exposes
-``add_arguments(parser)`` and ``run(args) -> dict``.
+``dpjax.experiments.<module>`` exposes ``add_arguments(parser)``,
+``run(args) -> (results: dict, figure)`` and optionally ``headline(results)`` (see
+:mod:`dpjax.experiments._report`); ``dpjax.bench.<module>`` exposes ``add_arguments(parser)``
+and ``run(args) -> dict``. Only the chosen module is imported (JAX start-up costs seconds), and
+the one-line descriptions in ``--help`` are read from the modules' docstrings without
+importing them.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import json
 import math
+import re
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +38,7 @@ EXPERIMENTS = {
     "girsanov-double-well": "girsanov_double_well",
     "expfam-glm": "expfam_glm",
     "gibbs-lmc": "gibbs_lmc",
+    "breast-cancer-audit": "breast_cancer_audit",
 }
 BENCHMARKS = {
     "coupled": "coupled",
@@ -67,8 +75,34 @@ def _load(package: str, module: str):
     return importlib.import_module(f"dpjax.{package}.{module}")
 
 
+def _description(package: str, module: str) -> str:
+    """The first sentence of a module's docstring, read from its source without importing it
+    (so ``--help`` stays fast), with the ``dpjax reproduce NAME``: prefix and RST markup removed."""
+    try:
+        spec = importlib.util.find_spec(f"dpjax.{package}.{module}")
+        doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text(encoding="utf-8"))) if spec and spec.origin else None
+    except (ImportError, OSError, SyntaxError, ValueError):
+        doc = None
+    if not doc:
+        return ""
+    text = " ".join(doc.split("\n\n")[0].split())
+    text = re.sub(r"^``dpjax (reproduce|bench) [\w-]+``:\s*", "", text)
+    text = text.replace("``", "")
+    sentence = text
+    for match in re.finditer(r"\.\s+(?=[A-Z(])", text):  # a full stop, not the one of "App. B" or "Fig. 1"
+        word = re.findall(r"[\w)]+$", text[: match.start()])
+        if word and (len(word[0]) >= 4 or word[0][-1] in "0123456789)"):
+            sentence = text[: match.start()]
+            break
+    sentence = sentence.rstrip(".")
+    return sentence
+
+
 def _cmd_reproduce(args) -> int:
+    from .experiments._report import headline_table
+
     module = _load("experiments", EXPERIMENTS[args.name])
+    start = time.perf_counter()
     results, figure = module.run(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -77,7 +111,12 @@ def _cmd_reproduce(args) -> int:
     json_path.write_text(json.dumps(to_jsonable(results), indent=2))
     if figure is not None:
         figure.savefig(png_path, dpi=120, bbox_inches="tight")
-    print(f"wrote {json_path}" + (f" and {png_path}" if figure is not None else ""))
+    seconds = time.perf_counter() - start
+    print(f"wrote {json_path}" + (f" and {png_path}" if figure is not None else "") + f" ({seconds:.0f} s)")
+    headline = getattr(module, "headline", None)
+    if headline is not None:
+        print()
+        print(headline_table(headline(results), title=f"{args.name}: the headline numbers (all of them in {json_path})"))
     return 0
 
 
@@ -102,37 +141,55 @@ def _cmd_demo(args) -> int:
 _SUBPARSERS: dict = {}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dpjax", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+DESCRIPTION = (
+    "dpjax measures how much privacy Langevin-type samplers (ULA, noisy SGD, cyclic SGLD) leak: coupled "
+    "chain pairs on neighbouring datasets, accountants' bounds, exact values and estimates side by side."
+)
 
-    demo = sub.add_parser("demo", help="paper 000's story at reduced n: a private posterior, a non-private interim iterate")
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dpjax", description=DESCRIPTION, epilog="Run 'dpjax COMMAND --help' for a command's flags.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+
+    demo_help = "paper 000's story at reduced n in under a minute: a private posterior, a leaky interim SGLD iterate"
+    demo = sub.add_parser("demo", help=demo_help, description=demo_help[:1].upper() + demo_help[1:] + ".")
     from .demo import add_arguments as demo_args  # light: the demo imports JAX only when run
 
     demo_args(demo)
     demo.set_defaults(func=_cmd_demo)
 
-    rep = sub.add_parser("reproduce", help="regenerate a paper result: writes OUT/NAME.json and OUT/NAME.png")
-    rep_sub = rep.add_subparsers(dest="name", required=True)
+    rep_help = "regenerate a paper result (or the real-data audit): writes OUT/NAME.json and OUT/NAME.png"
+    rep = sub.add_parser(
+        "reproduce", help=rep_help, description=rep_help[:1].upper() + rep_help[1:] + ", shows progress on stderr, "
+        "and ends with the headline numbers beside the paper's. Defaults are the papers' parameters.",
+        epilog="Run 'dpjax reproduce NAME --help' for a result's own flags.",
+    )
+    rep_sub = rep.add_subparsers(dest="name", required=True, metavar="NAME", title="results")
     for name, module_name in EXPERIMENTS.items():
-        p = rep_sub.add_parser(name)
-        p.add_argument("--out", default="out", help="output folder (default: out)")
-        p.add_argument("--quick", action="store_true", help="smaller Monte Carlo sizes")
-        p.add_argument("--seed", type=int, default=0)
+        text = _description("experiments", module_name)
+        p = rep_sub.add_parser(name, help=text, description=text)
+        p.add_argument("--out", default="out", help="folder for NAME.json and NAME.png (default: out)")
+        p.add_argument("--quick", action="store_true", help="smaller Monte Carlo sizes (a minute or less; what the tests run)")
+        p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default: 0)")
         p.set_defaults(func=_cmd_reproduce, _module=("experiments", module_name))
         _SUBPARSERS[("reproduce", name)] = p
 
-    bench = sub.add_parser("bench", help="benchmarks, each as a ratio against a baseline measured in the same run")
-    bench_sub = bench.add_subparsers(dest="name", required=True)
+    bench_help = "benchmarks, each as a ratio against a baseline measured in the same run"
+    bench = sub.add_parser("bench", help=bench_help, description=bench_help[:1].upper() + bench_help[1:] + " (results: BENCHMARKS.md).",
+                           epilog="Run 'dpjax bench NAME --help' for a benchmark's own flags.")
+    bench_sub = bench.add_subparsers(dest="name", required=True, metavar="NAME", title="benchmarks")
     for name, module_name in BENCHMARKS.items():
-        p = bench_sub.add_parser(name)
-        p.add_argument("--json", action="store_true", help="print one JSON line")
+        text = _description("bench", module_name)
+        p = bench_sub.add_parser(name, help=text, description=text)
+        p.add_argument("--json", action="store_true", help="print one JSON line instead of a table")
         p.set_defaults(func=_cmd_bench, _module=("bench", module_name))
         _SUBPARSERS[("bench", name)] = p
 
-    sweep = sub.add_parser("sweep", help="run a configuration grid into a resumable Parquet results store")
-    sweep.add_argument("config")
-    sweep.add_argument("--out", required=True)
+    sweep_help = "run a configuration grid into a resumable Parquet results store"
+    sweep = sub.add_parser("sweep", help=sweep_help, description=sweep_help[:1].upper() + sweep_help[1:] + " (see the README's "
+                           "'Scaling out'; experiments/sweeps/smoke.yaml is an example).")
+    sweep.add_argument("config", help="the YAML configuration (a grid or a list of points), validated before any compute")
+    sweep.add_argument("--out", required=True, help="results folder: DIR/results/*.parquet, DIR/timings.jsonl; rerun to resume")
     sweep.add_argument("--coordinator", default=None, help="HOST:PORT of process 0 for a multi-host run (env DPJAX_COORDINATOR)")
     sweep.add_argument("--num-processes", type=int, default=None, help="number of processes (env DPJAX_NUM_PROCESSES)")
     sweep.add_argument("--process-id", type=int, default=None, help="this process's rank; process 0 writes (env DPJAX_PROCESS_ID)")
@@ -151,17 +208,18 @@ def _add_module_arguments(parser: argparse.ArgumentParser, argv) -> None:
     """Import only the chosen result's (or benchmark's) module and let it add its flags.
 
     Importing every experiment up front costs seconds of JAX start-up per command, so the
-    subcommand is found first (help flags held back) and its module loaded then.
+    subcommand is read off the command line first: ``dpjax reproduce NAME ...`` or
+    ``dpjax bench NAME ...`` (neither the top level nor ``reproduce``/``bench`` take options
+    before NAME). Anything else (``--help``, a typo) is left to the full parse, which prints
+    help or one clear error.
     """
-    probe = [a for a in argv if a not in ("-h", "--help")]
-    try:
-        known, _ = parser.parse_known_args(probe)
-    except SystemExit:
-        return  # let the full parse report the error
-    module = getattr(known, "_module", None)
-    if module is None:
+    if len(argv) < 2 or argv[0] not in ("reproduce", "bench"):
         return
-    sub = _SUBPARSERS[(known.command, known.name)]
+    command, name = argv[0], argv[1]
+    sub = _SUBPARSERS.get((command, name))
+    if sub is None:
+        return
+    module = sub.get_default("_module")
     try:
         _load(*module).add_arguments(sub)
     except ImportError as err:  # a result not built in this checkout: say so when asked for

@@ -69,6 +69,28 @@ class CoupledResult(NamedTuple):
             finite=self.finite[f],
         )
 
+    # --- presentation (dpjax._display) ----------------------------------------------------
+    def summary(self) -> str:
+        """What ran and how far apart the two chains' laws are at each recorded step (100 columns)."""
+        from . import _display
+
+        return _display.coupled_summary(self)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def figure(self):
+        """Histograms of D's and D''s chains at up to four recorded steps."""
+        from . import _display
+
+        return _display.coupled_figure(self)
+
+    def save(self, path):
+        """Write :meth:`figure` to ``path`` (the suffix picks the format); returns the path."""
+        from . import _display
+
+        return _display.save_figure(self.figure(), path)
+
 
 def _validate_pair(pair: Any, model: Model) -> None:
     if not isinstance(pair, NeighbouringPair):

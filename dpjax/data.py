@@ -40,9 +40,12 @@ class Dataset:
         return int(self.mask.shape[0])
 
     @property
-    def num_records(self) -> jax.Array:
-        """Number of present records (the mask's sum)."""
-        return jnp.sum(self.mask)
+    def num_records(self) -> int:
+        """Number of present records (mask entries equal to 1), a Python int.
+
+        Counted on the host with NumPy: a JAX reduction of the float64 mask would return a
+        float and, outside x64 mode, warn about truncating it to float32."""
+        return int(np.count_nonzero(np.asarray(self.mask)))
 
     def __getitem__(self, name: str) -> jax.Array:
         return self.fields[name]

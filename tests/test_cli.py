@@ -73,3 +73,92 @@ def test_bench_figure1_at_small_n(capsys):
     assert out["epochs"] == [3, 12] and out["num_nonfinite"] == 0
     assert out["all_lower_bounds_below_exact"]
     assert out["lower_bound_95"][1] > 0.3  # the leak at the peak is detected with 3000 pairs
+
+
+# --- help, descriptions, progress and headline (issue 14) -------------------------------------
+import argparse
+import sys
+import types
+
+from dpjax import cli
+from dpjax.cli import BENCHMARKS, main
+from dpjax.experiments._report import headline_table
+
+HELP_ARGV = (
+    [["--help"], ["reproduce", "--help"], ["bench", "--help"], ["sweep", "--help"], ["demo", "--help"]]
+    + [["reproduce", name, "--help"] for name in EXPERIMENTS]
+    + [["bench", name, "--help"] for name in BENCHMARKS]
+)
+
+
+@pytest.mark.parametrize("argv", HELP_ARGV, ids=[" ".join(a) for a in HELP_ARGV])
+def test_help_prints_help_only(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 0
+    captured = capsys.readouterr()
+    assert captured.err == "", captured.err
+    assert captured.out.startswith("usage: dpjax") and "``" not in captured.out
+
+
+def _walk(parser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _walk(sub)
+
+
+def test_every_subcommand_and_flag_has_a_description():
+    parser = cli.build_parser()
+    for (command, name), sub in cli._SUBPARSERS.items():
+        cli._load(*sub.get_default("_module")).add_arguments(sub)
+    for p in _walk(parser):
+        assert p.description, p.prog
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for choice in action._choices_actions:
+                    assert choice.help, f"{p.prog} {choice.dest}"
+            elif not isinstance(action, argparse._HelpAction):
+                assert action.help, f"{p.prog}: {action.option_strings or action.dest} has no help"
+
+
+def test_every_experiment_has_a_headline():
+    for name, module in EXPERIMENTS.items():
+        assert callable(getattr(cli._load("experiments", module), "headline", None)), name
+
+
+def test_reproduce_shows_progress_and_ends_with_the_headline(tmp_path, monkeypatch, capsys):
+    from dpjax.experiments._report import stage
+
+    fake = types.ModuleType("dpjax.experiments._fake_for_tests")
+    fake.add_arguments = lambda parser: parser.add_argument("--size", type=int, default=3, help="a size")
+
+    def run(args):
+        with stage("a long step"):
+            value = 2.0 * args.size
+        return {"value": value}, None
+
+    fake.run = run
+    fake.headline = lambda results: [
+        dict(quantity="the value", paper=6.0, dpjax=results["value"], note="twice the size"),
+        dict(quantity="a value the paper does not print", paper=None, dpjax=float("inf")),
+    ]
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    monkeypatch.setitem(cli.EXPERIMENTS, "fake-for-tests", "_fake_for_tests")
+    assert main(["reproduce", "fake-for-tests", "--out", str(tmp_path), "--size", "4"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith("... a long step\n    done in ")
+    lines = captured.out.splitlines()
+    assert lines[0].startswith(f"wrote {tmp_path / 'fake-for-tests.json'}")
+    table = captured.out[captured.out.index("quantity"):]
+    assert "the value" in table and "6" in table and "8" in table and "twice the size" in table
+    assert "a value the paper does not print" in table and " - " in table and "inf" in table
+    assert json.loads((tmp_path / "fake-for-tests.json").read_text()) == {"value": 8.0}
+
+
+def test_headline_table_checks_its_rows_and_fits_100_columns():
+    with pytest.raises(ValueError, match="lacks the keys \\['paper'\\]"):
+        headline_table([dict(quantity="q", dpjax=1.0)])
+    text = headline_table([dict(quantity="a very long quantity " * 8, paper="not DP", dpjax=101.7, note="a long note " * 20)])
+    assert max(len(line) for line in text.splitlines()) <= 100 and "101.7" in text and "not DP" in text

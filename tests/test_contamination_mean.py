@@ -60,6 +60,10 @@ def test_tiny_reproduction_structure_and_sanity():
         per = np.sort(lr[f"per_dataset_epsilon_{arm}"][0])
         assert lr[f"epsilon_hat_{arm}"][0] == per[math.ceil(0.99 * 8) - 1] and np.all(per > 0)
     assert lr["ratio_uncontaminated_over_contaminated"][0] == lr["epsilon_hat_uncontaminated"][0] / lr["epsilon_hat_contaminated"][0]
+    # the headline: Table 1's printed values beside dpjax's, then the logistic ratio beside "~4"
+    rows = cm.headline(results)
+    assert [(r["paper"], r["dpjax"]) for r in rows[:2]] == list(zip(results["paper_epsilon_hat"], results["epsilon_hat"]))
+    assert rows[2]["paper"] == "~4" and rows[2]["dpjax"] == lr["ratio_uncontaminated_over_contaminated"][0]
     # dataset k is the same draw whatever K and the padding: a run with K = 20 (same compiled
     # batch shape, so no recompilation) reproduces the first 20 per-dataset values of n = 100
     from dpjax.estimators.contamination import contamination_epsilon

@@ -34,6 +34,19 @@ def result(tmp_path_factory):
     return json.loads((out / "expfam-beta.json").read_text())
 
 
+def test_headline_reports_the_calibrations(result):
+    from dpjax.experiments import expfam_beta
+    from dpjax.experiments._report import headline_table
+
+    rows = expfam_beta.headline(result)
+    orders = {r["quantity"].split(" = ")[0]: r["dpjax"] for r in rows if "largest finite order" in r["quantity"]}
+    assert sorted(orders.values()) == sorted(p["max_order"] for p in result["priors"].values())
+    r_rows = [r["dpjax"] for r in rows if "diffuse r*" in r["quantity"]]
+    assert r_rows == [list(p["diffuse_r"].values()) for p in result["priors"].values()]
+    assert all(r["paper"] is None for r in rows)  # paper 004 prints figures only
+    assert max(len(line) for line in headline_table(rows).splitlines()) <= 100
+
+
 def test_priors_and_max_order(result):
     assert set(result["priors"]) == {"6,18", "1,2"}
     for text, (a, b) in (("6,18", (6.0, 12.0)), ("1,2", (1.0, 1.0))):

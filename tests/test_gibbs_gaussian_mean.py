@@ -22,6 +22,20 @@ EPS, DELTA, R = 0.1, 1e-3, 1.0
 T = math.log(1 / DELTA)
 
 
+def test_headline_puts_printed_values_beside_dpjax(result):
+    from dpjax.experiments import gibbs_gaussian_mean
+    from dpjax.experiments._report import headline_table
+
+    rows = {r["quantity"]: r for r in gibbs_gaussian_mean.headline(result)}
+    lsi = rows["(B.8-9): largest private beta / n"]
+    assert lsi["paper"] == 1.79e-4 and lsi["dpjax"] == result["beta_over_n_lsi"]["value"]
+    assert rows["n from which beta = 1 is private"]["dpjax"] == result["n_for_beta_1"]["value"]
+    assert rows["Example 17: beta (Corollary 8)"]["paper"] == 0.012
+    certified = [r for q, r in rows.items() if q.startswith("ULA at beta")]
+    assert len(certified) == 2 and all(r["paper"] is None for r in certified)
+    assert max(len(line) for line in headline_table(rows.values()).splitlines()) <= 100
+
+
 def test_lsi_threshold(result):
     eta = EPS + 2 * T - 2 * math.sqrt(T * (EPS + T))  # (B.9) as printed
     got = result["beta_over_n_lsi"]

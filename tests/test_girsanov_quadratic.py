@@ -98,6 +98,13 @@ def test_every_value_recomputed_and_bounds_dominate(argv):
     for key in ("exact_path_rdp_per_order", "exact_sgld_path_rdp_per_order"):
         last = key.replace("path", "last")
         assert np.all(np.array(results[key]) >= np.array(results[last]) * (1 - 1e-12))
+    # the headline reads the largest step count; paper 001 has no experiments to print beside it
+    from dpjax.experiments._report import headline_table
+
+    rows = gq.headline(results)
+    assert rows[0]["dpjax"] == results["exact_last_rdp_per_order"][-1] and rows[5]["dpjax"] == results["thm54"][-1]
+    assert all(r["paper"] is None for r in rows)
+    assert max(len(line) for line in headline_table(rows).splitlines()) <= 100
 
 
 @pytest.mark.parametrize("argv", CASES[:2])

@@ -132,6 +132,15 @@ def test_monte_carlo_and_propose_test_sample_are_wired_in():
     assert set(pts) == {"posterior", "sgld"}
     # Claim 4.2: the SGLD variant leaks far more than the posterior variant
     assert pts["sgld"]["exact_epsilon"] > pts["posterior"]["exact_epsilon"]
+    # the headline: the posterior's target beside dpjax's values, the chains' bound, both PTS variants
+    from dpjax.experiments._report import headline_table
+
+    rows = si.headline(res)
+    assert rows[0]["paper"] == 1.6 and rows[2]["dpjax"] == res["peak_tight_epsilon"]
+    assert [r["dpjax"] for r in rows[-2:]] == [pts["posterior"]["exact_epsilon"], pts["sgld"]["exact_epsilon"]]
+    peak = int(np.argmax(mc["exact_tight_epsilon"]))
+    assert any(r["dpjax"] == float(mc["lower_bound"][peak]) for r in rows)
+    assert max(len(line) for line in headline_table(rows).splitlines()) <= 100
 
 
 def test_errors():

@@ -196,7 +196,31 @@ class PrivacyCurve:
         prov = dataclasses.replace(self.provenance, result=f"{times}-fold composition of [{self.provenance.result}]")
         return PrivacyCurve.from_rdp(self.orders, self.rdp * times, prov)
 
+    # --- presentation (dpjax._display) ----------------------------------------------------
+    def summary(self) -> str:
+        """eps at delta = 1e-2 ... 1e-6, what the curve holds, and its provenance (100 columns)."""
+        from .. import _display
+
+        return _display.curve_summary(self)
+
+    def figure(self, deltas=None):
+        """eps(delta) over ``deltas`` (default 1e-10 .. 0.1) and, with RDP values, RDP by order."""
+        from .. import _display
+
+        return _display.curve_figure(self, deltas)
+
+    def save(self, path, deltas=None):
+        """Write :meth:`figure` to ``path`` (the suffix picks the format); returns the path."""
+        from .. import _display
+
+        return _display.save_figure(self.figure(deltas), path)
+
     def __repr__(self) -> str:
+        if isinstance(self.rdp, np.ndarray) or isinstance(self.deltas, np.ndarray):
+            try:
+                return self.summary()
+            except Exception:  # noqa: BLE001 - a repr must not raise; fall back to the outline below
+                pass
         what = []
         if self.has_rdp:
             what.append(f"{self.orders.size} orders")

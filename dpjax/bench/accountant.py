@@ -32,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--configs", type=int, default=1000, help="number of (q, sigma, steps) configurations")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats (medians reported)")
     parser.add_argument("--baseline-repeats", type=int, default=1, help="timed repeats of the dp_accounting loop")
-    parser.add_argument("--delta", type=float, default=1e-5)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--delta", type=float, default=1e-5, help="delta at which eps is computed (default 1e-5)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
 
 
 def sample_configs(num: int, seed: int):

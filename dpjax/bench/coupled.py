@@ -36,13 +36,13 @@ SAMPLERS = ("cyclic-sgld", "sgld", "ula")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sampler", choices=SAMPLERS, default="cyclic-sgld")
+    parser.add_argument("--sampler", choices=SAMPLERS, default="cyclic-sgld", help="the sampler benchmarked (default cyclic-sgld)")
     parser.add_argument("--records", type=int, default=1000, help="n (default 1000)")
     parser.add_argument("--chains", type=int, default=4096, help="chain pairs K (default 4096)")
     parser.add_argument("--steps", type=int, default=2000, help="steps T (default 2000)")
     parser.add_argument("--batch-size", type=int, default=1, help="b for sgld / cyclic-sgld (default 1)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats; medians are reported (default 3)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the chains (default 0)")
 
 
 def _problem(n: int):

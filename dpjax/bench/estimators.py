@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk", type=int, default=1_000_000, help="privacy-loss samples per streamed chunk")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats (medians reported)")
     parser.add_argument("--mu", type=float, default=1.0, help="mean gap of the Gaussian pair")
-    parser.add_argument("--delta", type=float, default=1e-3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--delta", type=float, default=1e-3, help="delta of the eps estimates (default 1e-3)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the samples (default 0)")
 
 
 def _peak_rss_mib() -> float:

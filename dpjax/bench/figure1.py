@@ -28,9 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--c", type=float, default=None, help="response slope (default: Figure 1's c/n times n)")
     parser.add_argument("--pairs", type=int, default=256, help="coupled chain pairs (default 256)")
     parser.add_argument("--epochs", type=_int_list, default=[5, 10, 15, 20, 25, 29], help="epoch ends to record (default 5,10,15,20,25,29)")
-    parser.add_argument("--delta", type=float, default=0.01)
-    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--delta", type=float, default=0.01, help="delta of every eps (default 0.01, paper 000's)")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="precision of the chains (default float64)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the chains (default 0)")
 
 
 def run(args) -> dict:

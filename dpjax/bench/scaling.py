@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=200, help="steps per run (default 200)")
     parser.add_argument("--devices", type=int, nargs="+", default=[1, 2, 4], help="forced host device counts (default 1 2 4)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per measurement; medians (default 3)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the chains (default 0)")
 
 
 def measure(records: int, chains: int, steps: int, dtype: str, repeats: int, seed: int) -> dict:

@@ -522,6 +522,27 @@ class ContaminationEstimate:
     details: dict
     seconds: float
 
+    def summary(self) -> str:
+        """eps_hat, its interval and the run's diagnostics, in 100 columns."""
+        from .. import _display
+
+        return _display.contamination_summary(self)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def figure(self):
+        """The per-dataset estimates as a histogram, with the quantile and its interval."""
+        from .. import _display
+
+        return _display.contamination_figure(self)
+
+    def save(self, path):
+        """Write :meth:`figure` to ``path`` (the suffix picks the format); returns the path."""
+        from .. import _display
+
+        return _display.save_figure(self.figure(), path)
+
 
 def quantile_order_statistic_interval(values: np.ndarray, q: float, confidence: float = 0.95) -> tuple[float, float, float]:
     """Distribution-free interval [X_(l), X_(u)] for the q-quantile of i.i.d. values:

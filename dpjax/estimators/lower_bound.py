@@ -71,6 +71,15 @@ class LowerBoundResult:
     resolution_ceiling: float
     oracle_epsilon: Optional[float] = None
 
+    def summary(self) -> str:
+        """The certified eps, the sample size's ceiling and the certifying set, in 100 columns."""
+        from .. import _display
+
+        return _display.lower_bound_summary(self)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
 
 def clopper_pearson_lower(count, n, alpha):
     """Exact one-sided lower confidence limit (level 1 - alpha) for a binomial proportion.

@@ -276,6 +276,27 @@ class PrivacyLossEstimate:
             self._provenance(f"{self.confidence:g}-confidence empirical-Bernstein upper profile"),
         )
 
+    def summary(self) -> str:
+        """eps(delta) with its simultaneous upper limit at delta = 1e-2 ... 1e-6, in 100 columns."""
+        from .. import _display
+
+        return _display.loss_profile_summary(self)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def figure(self):
+        """delta(eps) with its pointwise and simultaneous confidence limits."""
+        from .. import _display
+
+        return _display.loss_profile_figure(self)
+
+    def save(self, path):
+        """Write :meth:`figure` to ``path`` (the suffix picks the format); returns the path."""
+        from .. import _display
+
+        return _display.save_figure(self.figure(), path)
+
 
 def privacy_loss_profile(
     log_ratio: Union[np.ndarray, Iterable],

@@ -249,6 +249,15 @@ class EpsilonEstimate:
     resolved: bool = True
     note: str = ""
 
+    def summary(self) -> str:
+        """The estimate, its bootstrap interval and how it was made, in 100 columns."""
+        from .. import _display
+
+        return _display.epsilon_estimate_summary(self)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
 
 def epsilon_estimate(
     samples_p,

@@ -105,6 +105,27 @@ class RenyiEstimate:
             ),
         )
 
+    def summary(self) -> str:
+        """Divergences by order with their intervals, in 100 columns."""
+        from .. import _display
+
+        return _display.renyi_summary(self)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def figure(self):
+        """Rényi divergence against the order, with the bootstrap band."""
+        from .. import _display
+
+        return _display.renyi_figure(self)
+
+    def save(self, path):
+        """Write :meth:`figure` to ``path`` (the suffix picks the format); returns the path."""
+        from .. import _display
+
+        return _display.save_figure(self.figure(), path)
+
 
 def renyi_estimate(
     samples_p,

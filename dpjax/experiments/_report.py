@@ -25,3 +25,45 @@ def stage(message: str, *, stream=None) -> Iterator[None]:
     start = time.perf_counter()
     yield
     print(f"    done in {time.perf_counter() - start:.1f} s", file=stream, flush=True)
+
+
+HEADLINE_KEYS = ("quantity", "paper", "dpjax")
+
+
+def headline_table(rows, title: str = "", width: int = 100) -> str:
+    """The rows of a module's ``headline(results)`` as a text table in ``width`` columns.
+
+    Numbers print with four significant digits, ``None`` in the paper column as "-" (the paper
+    prints no value); strings are kept as given (a row may say "1.6 (target)"). The note, where
+    a row has one, goes on the lines below the row, indented, so the table stays narrow.
+    """
+    from .. import _display
+
+    rows = list(rows)
+    for i, row in enumerate(rows):
+        missing = [k for k in HEADLINE_KEYS if k not in row]
+        if missing:
+            raise ValueError(f"headline row {i} lacks the keys {missing}; each row needs {HEADLINE_KEYS} (and optionally 'note')")
+
+    def cell(value):
+        if value is None:
+            return "-"
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (list, tuple)):
+            return ", ".join(cell(v) for v in value)
+        return _display.fmt(value)
+
+    body = [[str(r["quantity"]), cell(r["paper"]), cell(r["dpjax"])] for r in rows]
+    w_paper = max([len("paper")] + [len(b[1]) for b in body])
+    w_dpjax = max([len("dpjax")] + [len(b[2]) for b in body])
+    w_quantity = max(12, min(max([len("quantity")] + [len(b[0]) for b in body]), width - w_paper - w_dpjax - 4))
+    out = [title] if title else []
+    out.append(f"{'quantity':<{w_quantity}}  {'paper':>{w_paper}}  {'dpjax':>{w_dpjax}}")
+    out.append("-" * min(width, w_quantity + w_paper + w_dpjax + 4))
+    for (quantity, paper, value), row in zip(body, rows):
+        quantity = _display.truncate(quantity, w_quantity)
+        out.append(f"{quantity:<{w_quantity}}  {paper:>{w_paper}}  {value:>{w_dpjax}}".rstrip())
+        if row.get("note"):
+            out.append(_display.wrap_text(str(row["note"]), width, indent="      "))
+    return "\n".join(out)

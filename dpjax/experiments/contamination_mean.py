@@ -26,6 +26,8 @@ import time
 
 import numpy as np
 
+from ._report import stage
+
 PAPER_N = [100, 1000, 2000, 5000, 10000, 20000, 50000]
 PAPER_EPSILON_HAT = [2.85, 0.94, 0.72, 0.46, 0.32, 0.26, 0.18]
 QUICK_NUM_DATASETS = 300
@@ -84,13 +86,14 @@ def run(args: argparse.Namespace):
     rows = []
     t_total = time.perf_counter()
     for n in n_values:
-        est = contamination_epsilon(
-            model, theta_star=theta_star, num_records=n, contamination_rate=n ** (-args.rate_exponent),
-            delta=1.0 / (args.delta_factor * n), num_datasets=num_datasets, quantile=args.quantile,
-            num_particles=args.particles, proposal_scale=args.proposal_scale, seed=args.seed, num_record_grid=args.grid,
-            dataset_batch=args.dataset_batch, pad_records_to=max(n_values), interpolation_nodes=nodes, progress=args.progress,
-            box_centre=args.box_centre,
-        )
+        with stage(f"Algorithm 1 at n = {n:,}: {num_datasets:,} datasets x {args.particles:,} particles"):
+            est = contamination_epsilon(
+                model, theta_star=theta_star, num_records=n, contamination_rate=n ** (-args.rate_exponent),
+                delta=1.0 / (args.delta_factor * n), num_datasets=num_datasets, quantile=args.quantile,
+                num_particles=args.particles, proposal_scale=args.proposal_scale, seed=args.seed, num_record_grid=args.grid,
+                dataset_batch=args.dataset_batch, pad_records_to=max(n_values), interpolation_nodes=nodes, progress=args.progress,
+                box_centre=args.box_centre,
+            )
         d = est.details
         rows.append(dict(
             n=n, epsilon_hat=est.epsilon, interval=est.interval, interval_confidence=est.interval_confidence,
@@ -183,6 +186,22 @@ def _figure(results):
         draw_panel(axes[0, 1], logistic)
     fig.tight_layout()
     return fig
+
+
+def headline(results: dict) -> list:
+    """Table 1's eps_hat per n beside the printed values (and the logistic comparison's ratios)."""
+    k = results["settings"]["K"]
+    rows = [
+        dict(quantity=f"eps_hat, n = {n:,}", paper=paper, dpjax=eps,
+             note=f"{results['interval_confidence'][i]:.0%} interval [{results['interval_low'][i]:.3g}, {results['interval_high'][i]:.3g}] (K = {k})"
+             if i == 0 else None)
+        for i, (n, paper, eps) in enumerate(zip(results["n"], results["paper_epsilon_hat"], results["epsilon_hat"]))
+    ]
+    if results.get("logistic_regression"):
+        from .contamination_logistic import headline as logistic_headline
+
+        rows.extend(logistic_headline(results["logistic_regression"]))
+    return rows
 
 
 def main(argv=None) -> int:

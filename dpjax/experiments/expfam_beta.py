@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from ..accountants import expfam as ef
+from ._report import stage
 
 DEFAULT_PRIORS = ("6,18", "1,2")
 DEFAULT_TARGETS = (0.01, 0.1, 0.5, 1.0)
@@ -152,9 +153,10 @@ def run(args) -> tuple[dict, object]:
         "trials": trials,
     }
     for prior, text in zip(priors, [f"{p[0]:g},{p[1]:g}" for p in priors]):
-        results["priors"][text] = calibrations(prior, n, order, targets)
         rhos = DEFAULT_RHOS.get(text, (0.5,))
-        results["loglik"][text] = [loglik_experiment(prior, rho, n, order, eps_grid, trials, rng) for rho in rhos]
+        with stage(f"prior {text}: calibrations at {len(targets)} targets, log-likelihood at {len(eps_grid)} eps x {len(rhos)} rho x {trials:,} trials"):
+            results["priors"][text] = calibrations(prior, n, order, targets)
+            results["loglik"][text] = [loglik_experiment(prior, rho, n, order, eps_grid, trials, rng) for rho in rhos]
     return results, _figure(results)
 
 
@@ -176,3 +178,16 @@ def _figure(results):
             ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def headline(results: dict) -> list:
+    """Per prior: the largest finite order and the calibrated r* and m* (paper 004 prints
+    figures only, so the paper column is empty)."""
+    rows = []
+    for text, cal in results["priors"].items():
+        a, b = cal["beta_parameters"]
+        rows.append(dict(quantity=f"prior ({text}) = Beta({a:g}, {b:g}): largest finite order", paper=None, dpjax=cal["max_order"]))
+        targets = list(cal["diffuse_r"])
+        rows.append(dict(quantity=f"  diffuse r* at eps = {', '.join(targets)}", paper=None, dpjax=list(cal["diffuse_r"].values())))
+        rows.append(dict(quantity=f"  concentrated m* at eps = {', '.join(targets)}", paper=None, dpjax=list(cal["concentrated_m"].values())))
+    return rows

@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from ..accountants import gibbs as gb
+from ._report import stage
 
 PAPER = dict(beta_over_n_lsi=1.79e-4, beta_over_n_b7=1.26e-4, n_for_beta_1=5600, example17_beta=0.012, exp_mech_beta=0.0125, crossover_n=15)
 
@@ -152,9 +153,17 @@ def run(args) -> tuple[dict, object]:
                 "explanation": f"(B.8) gives n >= {n_lsi}; 5600 is a rounded-up sufficient value. Exactly, n >= {n_exact} suffices",
             },
         ],
-        "monte_carlo": _monte_carlo(args, eps, delta, r, lam),
+        "monte_carlo": _staged_monte_carlo(args, eps, delta, r, lam),
     }
     return results, _figure(results, eps, delta, r, lam)
+
+
+def _staged_monte_carlo(args, eps, delta, r, lam) -> dict:
+    if getattr(args, "no_mc", False):
+        return _monte_carlo(args, eps, delta, r, lam)
+    pairs = 10000 if getattr(args, "quick", False) else int(args.mc_pairs)
+    with stage(f"ULA coupled chains (App. D.2): {pairs:,} pairs x {int(args.mc_steps)} steps at n = {int(args.mc_n)}, two temperatures"):
+        return _monte_carlo(args, eps, delta, r, lam)
 
 
 def _monte_carlo(args, eps, delta, r, lam) -> dict:
@@ -284,3 +293,31 @@ def _figure(results, eps, delta, r, lam):
     ax2.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def headline(results: dict) -> list:
+    """The printed thresholds beside dpjax's (paper 002, App. B and Example 17)."""
+    lsi, b7, n1, ex17 = results["beta_over_n_lsi"], results["beta_over_n_b7"], results["n_for_beta_1"], results["example17_beta"]
+    crossover = results["inconsistencies"][1]["recomputed"]
+    rows = [
+        dict(quantity="(B.8-9): largest private beta / n", paper=lsi["paper_printed"], dpjax=lsi["value"],
+             note=f"exact (analytic Gaussian): {results['beta_over_n_exact']['value']:.4g}, "
+                  f"{results['beta_over_n_exact']['ratio_to_lsi']:.2g}x larger"),
+        dict(quantity="n from which beta = 1 is private", paper=n1["paper_printed"], dpjax=n1["value"],
+             note=f"exactly: n >= {n1['exact']}"),
+        dict(quantity="Example 17: beta (Corollary 8)", paper=ex17["paper_printed"], dpjax=ex17["value"],
+             note=f"the exact D.7 inversion allows {ex17['lsi_exact_inversion']:.4g}"),
+        dict(quantity="(B.7) Gaussian-mechanism beta / n", paper=b7["paper_printed"], dpjax=b7["value"],
+             note=f"the printed value is the delta = 1e-4 one ({b7['value_at_delta_1e-4']:.4g})"),
+        dict(quantity="crossover with the exponential mechanism, n >=", paper=15, dpjax=crossover["by_B8"],
+             note=f"by the exact threshold: n >= {crossover['by_exact_gaussian']}"),
+    ]
+    mc = results.get("monte_carlo") or {}
+    for case in mc.get("cases", []) if mc.get("done") else []:
+        rows.append(dict(
+            quantity=f"ULA at beta = {case['beta']:.3g}, n = {mc['n']}: certified eps >=", paper=None,
+            dpjax=case["empirical_epsilon_lower_bound_at_delta"],
+            note=f"exact eps of ULA's laws at delta = {results['parameters']['delta']:g}: {case['ula_epsilon_exact_at_delta']:.4g} "
+                 f"({mc['pairs']:,} coupled pairs, {mc['confidence']:.0%} confidence)",
+        ))
+    return rows
