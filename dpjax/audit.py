@@ -77,7 +77,7 @@ class AuditReport:
         exact value below a lower confidence limit, no bound below an exact value, no
         non-finite chain pair or number, at least one measured step, and every estimate at or
         above the step's lower bound and inside its own interval."""
-        return not self.problems
+        return not self.problems and self.violations.empty
 
     def summary(self, full: bool = False) -> str:
         """The audit as text in 100 columns: the headline at the last step, eps per recorded

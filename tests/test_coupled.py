@@ -229,9 +229,11 @@ def test_runner_validation_errors():
 
 
 @pytest.mark.slow  # a fresh interpreter with paper 000's n (~20 s on a loaded 2-core machine)
-def test_paper_000_scale_runs_in_a_few_hundred_megabytes():
-    """n = 1,149,019 records and 4,096 pairs of cyclic SGLD: materialised orders alone would take
-    4096 * 1149019 * 4 bytes = 18.8 GB; the keyed orders keep the whole process under 1 GB."""
+def test_paper_000_scale_runs_without_pairs_by_records_tables():
+    """n = 1,149,019 records and 4,096 pairs of cyclic SGLD: materialised orders would take
+    4096 * 1149019 * 4 bytes = 18.8 GB (4.7 GB even at one byte per entry); the keyed orders
+    need O(K + n). The whole process peaks at ~0.5 GB on this machine, but XLA's compiler has
+    been seen at 1.3 GB on a CI host, so the check is below the smallest K x n table."""
     import subprocess
     import sys
     import textwrap
@@ -249,4 +251,4 @@ def test_paper_000_scale_runs_in_a_few_hundred_megabytes():
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True, timeout=600)
     peak_kb, nonfinite = map(int, out.stdout.split()[-2:])
     assert nonfinite == 0
-    assert peak_kb < 1024 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"
+    assert peak_kb < 4 * 1024 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"

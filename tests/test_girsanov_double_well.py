@@ -37,7 +37,10 @@ def test_girsanov_quadratic_reports_the_c4_limit():
     post = results["posterior_limit"]
     assert post["exact_rdp_per_order"] == pytest.approx(2.0)
     assert post["as_printed_is_below_exact"] and post["c4_paper_squared"] >= post["exact_rdp_per_order"]
-    assert len(gq.headline(results)) == 3
+    limit_row = gq.headline(results)[-1]  # the C4 row: the squared constant beside the printed one
+    assert limit_row["quantity"].startswith("posterior (gamma -> 0)")
+    assert limit_row["dpjax"] == pytest.approx(post["c4_paper_squared"], abs=1e-6)
+    assert f"{post['c4_as_printed']:.4g}" in limit_row["paper"]
 
 
 def test_double_well_grid_laws_match_ula_chains_and_sit_below_the_bound():

@@ -47,7 +47,7 @@ def audit_summary(report, full: bool = False, width: int = WIDTH) -> str:
         width, indent="  ", first="")]
     if t.empty:
         out.append("no step after 0 was recorded: nothing is released yet, so there is nothing to compare")
-        out.append(_audit_verdict(report))
+        out.append(_audit_verdict(report, width))
         return "\n".join(out)
     steps = sorted(int(s) for s in t["step"].unique())
     out.extend(wrap_text(line, width) for line in _audit_headline(report, steps[-1]))
@@ -76,7 +76,7 @@ def audit_summary(report, full: bool = False, width: int = WIDTH) -> str:
     if hidden:
         out.append(f"({hidden} more recorded step{'s' if hidden > 1 else ''}: print(report.summary(full=True)), or report.table)")
     out.append("")
-    out.append(_audit_verdict(report))
+    out.append(_audit_verdict(report, width))
     out.append("sources:")
     sources = sorted(dict.fromkeys(zip(t["quantity"], t["kind"], t["source"], t["released"])), key=lambda r: order.get(r[1], 4))
     seen = set()
@@ -122,16 +122,22 @@ def _audit_headline(report, step: int) -> list:
     return [sentence + "."]
 
 
-def _audit_verdict(report) -> str:
+def _audit_verdict(report, width: int = WIDTH) -> str:
+    """The verdict line, then one indented line per violation or problem (each wrapped)."""
     violations = getattr(report, "violations", None)
     if report.ok:
         return "verdict: ok (no bound or exact value lies below the chains' certified lower bound)"
+    lines = []
     if violations is not None and not violations.empty:
-        items = "; ".join(
+        lines.append("verdict: PRIVACY VIOLATION: a claimed value lies below what the chains certify:")
+        lines += [
             f"step {int(v.step)}: {v.quantity} ({v.kind}) {fmt(v.epsilon)} < certified {fmt(v.lower_confidence_limit)}"
             for v in violations.itertuples()
-        )
-        return "verdict: PRIVACY VIOLATION: a claimed value lies below what the chains certify: " + items
-    return "verdict: NOT OK (see the report's checks)"
-
-
+        ]
+    problems = list(getattr(report, "problems", []) or [])
+    if problems:
+        lines.append("verdict: NOT OK:" if not lines else "also:")
+        lines += problems
+    if not lines:
+        return "verdict: NOT OK (see the report's checks)"
+    return "\n".join([lines[0]] + [wrap_text(line, width, indent="    ", first="  ") for line in lines[1:]])

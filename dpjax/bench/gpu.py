@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per measurement; medians (default 3)")
     parser.add_argument("--only", nargs="+", default=None, help="rows to run (cyclic ula sgld-b32 logistic float32 repeated_call figure1_epoch)")
     parser.add_argument("--cuda-anchor", default=None, help="path of fused_kernel_limit.py to run beside the cyclic rows (needs CuPy and a GPU)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the chains (default 0)")
 
 
 def _median_rate(fn, work: int, repeats: int) -> float:
