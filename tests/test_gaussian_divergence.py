@@ -202,3 +202,18 @@ def test_errors_name_argument_and_rule():
         gd.gaussian_epsilon(0.0, 1.0, 1.0, 1.0, 1.5)
     with pytest.raises(ValueError, match="sensitivity_over_sigma=-1"):
         gd.analytic_gaussian_epsilon(-1.0, 1e-5)
+
+
+@pytest.mark.parametrize("mu,delta", [(1000.0, 1e-300), (30.0, 5e-324), (2000.0, 1e-5)])
+def test_analytic_gaussian_epsilon_far_beyond_eps_one_million(mu, delta):
+    """eps ~ mu^2 / 2 + mu sqrt(2 log(1/delta)) exceeds 1e6 for mu ~ 1e3: the bracket must keep
+    growing (it once stopped at 1e6 and returned inf). Reference: mpmath's root of the
+    Balle-Wang delta(eps) at 60 digits."""
+    from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon
+
+    with mp.workdps(60):
+        m = mp.mpf(mu)
+        d = lambda e: mp.ncdf(m / 2 - e / m) - mp.exp(e) * mp.ncdf(-m / 2 - e / m)
+        guess = m**2 / 2 + m * mp.sqrt(2 * mp.log(1 / mp.mpf(delta)))
+        ref = mp.findroot(lambda e: mp.log(d(e)) - mp.log(mp.mpf(delta)), guess)
+    assert analytic_gaussian_epsilon(mu, delta) == pytest.approx(float(ref), rel=1e-10)

@@ -190,3 +190,27 @@ def test_integer_order_above_binomial_cap_uses_quadrature_and_agrees():
     ours = float(subsampled_gaussian_rdp(0.01, 2.0, order))
     ref = dpa._compute_rdp_poisson_subsampled_gaussian(0.01, 2.0, [order])[0]
     assert ours == pytest.approx(ref, rel=1e-9)
+
+
+def _mpmath_rdp_integer(q: float, sigma: float, order: int, dps: int = 40) -> float:
+    """log(A_a)/(a-1) from the exact binomial sum A_a = E[exp(K(K-1)/(2 sigma^2))], K ~ Bin(a, q)."""
+    with mp.workdps(dps):
+        q, s = mp.mpf(q), mp.mpf(sigma)
+        total = mp.fsum(mp.binomial(order, k) * q**k * (1 - q) ** (order - k) * mp.exp(k * (k - 1) / (2 * s**2)) for k in range(order + 1))
+        return float(mp.log(total) / (order - 1))
+
+
+@pytest.mark.parametrize("q", [1e-290, 1e-250, 1e-200])
+def test_astronomically_small_rates_stay_correct_and_monotone_in_the_order(q):
+    """Below q ~ e^-600 the tilted integrand's x = q e^u is no longer large where e^u overflows:
+    log1p(x) must not be replaced by log(x) there (it once returned 0 above order 4096)."""
+    orders = np.array([1.5, 2.0, 10.0, 4095.5, 4096.0, 4097.0, 5000.0, 10_000.0])
+    ours = subsampled_gaussian_rdp(q, 1.0, orders)
+    assert np.all(np.isfinite(ours)) and np.all(np.diff(ours) >= 0)
+    # small orders: the true RDP (~ q^2 a / 2) is below the smallest float64, so 0 is its rounding
+    assert np.all(ours[:3] == 0.0)
+    # the binomial route (<= 4096) and quadrature (above) against the exact sum
+    for order in ((4096, 5000) if q == 1e-290 else (5000,)):
+        assert float(subsampled_gaussian_rdp(q, 1.0, float(order))) == pytest.approx(_mpmath_rdp_integer(q, 1.0, order), rel=1e-12)
+    if q == 1e-290:  # a fractional order: the defining integral in mpmath, its mass at z ~ a (the a-fold tilt)
+        assert float(ours[3]) == pytest.approx(mpmath_rdp(q, 1.0, 4095.5, dps=40), rel=1e-10)

@@ -167,12 +167,15 @@ def _log_a_minus_1_integrand(u, q, alpha):
     """
     big = u > _U_MAX
     e = jnp.expm1(jnp.minimum(u, _U_MAX))
-    x = q * e
     log_q = jnp.log(q)
-    log_x = log_q + jnp.where(big, u, jnp.log(jnp.where(u > 0, e, 1.0)))  # used where u > 0 only
-    log1p_x = jnp.where(big, log_x, jnp.log1p(x))  # log1p(x) = log x to < e^-600 there
+    # where e^u would overflow, x = q e^u is carried by its logarithm; it can still be small
+    # (q < e^-600, e.g. q = 1e-290), so log1p terms are log-add-exps, not log x
+    log_x_big = log_q + u
+    x = jnp.where(big, jnp.exp(jnp.minimum(log_x_big, 700.0)), q * e)
+    log_x = jnp.where(big, log_x_big, log_q + jnp.log(jnp.where(u > 0, e, 1.0)))  # used where u > 0 only
+    log1p_x = jnp.where(big, jnp.logaddexp(0.0, log_x_big), jnp.log1p(x))
     y = alpha * log1p_x
-    log_1p_ax = jnp.where(big, jnp.log(alpha) + log_x, jnp.log1p(alpha * jnp.maximum(x, 0.0)))
+    log_1p_ax = jnp.where(big, jnp.logaddexp(0.0, jnp.log(alpha) + log_x_big), jnp.log1p(alpha * jnp.maximum(x, 0.0)))
     # Closed form f = e^y - (1 + a x). For y > 0 (x > 0), factor out e^y:
     #   f = e^y * (-expm1(log(1 + a x) - y)); for y <= 0: f = expm1(y) - a x (moderate terms).
     positive = y > 0

@@ -262,7 +262,7 @@ def _epsilon_from_log_delta(log_delta_fn, delta: float) -> float:
     hi = 1.0
     while log_delta_fn(hi) > target:
         hi *= 2.0
-        if hi > 1e6:
+        if hi > 1e300:  # delta(eps) > 0 for every finite eps a float can hold
             return np.inf
     lo = hi / 2.0 if hi > 1.0 else 0.0
     return float(optimize.brentq(lambda e: log_delta_fn(e) - target, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps))
