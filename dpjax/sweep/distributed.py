@@ -63,45 +63,5 @@ def initialize(settings: Optional[tuple[str, int, int]]) -> None:
     jax.distributed.initialize(coordinator_address=coordinator, num_processes=num, process_id=pid)
 
 
-def process_count() -> int:
-    import jax
-
-    return jax.process_count()
-
-
-def is_leader() -> bool:
-    import jax
-
-    return jax.process_index() == 0
-
-
-def to_host(x) -> np.ndarray:
-    """The whole (global) array on this host, as numpy (a collective when multi-process)."""
-    import jax
-
-    if jax.process_count() == 1:
-        return np.asarray(x)
-    from jax.experimental import multihost_utils
-
-    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
-
-
-def from_leader(x: np.ndarray) -> np.ndarray:
-    """Process 0's value of ``x`` on every process (``x`` must have the same shape and dtype
-    everywhere; a collective when multi-process)."""
-    import jax
-
-    if jax.process_count() == 1:
-        return np.asarray(x)
-    from jax.experimental import multihost_utils
-
-    return np.asarray(multihost_utils.broadcast_one_to_all(np.asarray(x)))
-
-
-def barrier(name: str) -> None:
-    import jax
-
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-
-        multihost_utils.sync_global_devices(name)
+# the collectives themselves are the engine's (one implementation for run_coupled and sweeps)
+from ..engine.hosts import barrier, from_leader, is_leader, process_count, to_host  # noqa: E402,F401
