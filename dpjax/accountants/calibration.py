@@ -273,10 +273,24 @@ def _shape_out(result_shape, arrays):
     return [a.reshape(result_shape) for a in arrays]
 
 
-def _log_f(eps, log_target):
-    """log eps - log target (-inf for eps = 0, +inf for no guarantee: the solver then bisects)."""
-    with np.errstate(divide="ignore"):
-        return np.log(eps) - log_target
+class _Objective:
+    """x -> log eps - log target for the configurations ``idx`` (-inf for eps = 0, +inf for no
+    guarantee: the solver then bisects), remembering each eps exactly as the accountant gave it."""
+
+    def __init__(self, eps_of, log_target):
+        self.eps_of, self.log_target = eps_of, log_target
+        self.seen: dict = {}
+
+    def __call__(self, x, idx):
+        eps = np.asarray(self.eps_of(x, idx), dtype=np.float64)
+        for i, xi, e in zip(idx.tolist(), np.asarray(x).tolist(), eps.tolist()):
+            self.seen[(i, xi)] = e
+        with np.errstate(divide="ignore"):
+            return np.log(eps) - self.log_target[idx]
+
+    def eps(self, x, idx=None) -> np.ndarray:
+        idx = np.arange(np.size(x)) if idx is None else idx
+        return np.array([self.seen[(i, xi)] for i, xi in zip(idx.tolist(), np.asarray(x).tolist())])
 
 
 def _finish(parameter, acc, shape, value, eps_v, rejected, eps_r, target, delta, counts):
@@ -316,8 +330,7 @@ def calibrate_noise_multiplier(
     log_target = np.log(target)
     counts = np.zeros(target.size, dtype=np.int64)
 
-    def f(x, idx):
-        return _log_f(acc.epsilon(np.exp(x), q[idx], t[idx], idx), log_target[idx])
+    f = _Objective(lambda x, idx: acc.epsilon(np.exp(x), q[idx], t[idx], idx), log_target)
 
     # first guess: the zCDP approximation sigma = q sqrt(steps / (2 rho))
     guess = np.clip(q * np.sqrt(t / (2.0 * _rho(target, d))), *_NOISE_RANGE)
@@ -338,7 +351,7 @@ def calibrate_noise_multiplier(
     tol = 0.5 * math.log1p(rtol)
     x_ok, f_ok, x_bad, f_bad = _itp(x_ok, f_ok, x_bad, f_bad, f, tol, False, counts)
     value, rejected = np.exp(x_ok), np.exp(x_bad)
-    return _finish("noise_multiplier", acc, shape, value, target * np.exp(f_ok), rejected, target * np.exp(f_bad), target, d, counts)
+    return _finish("noise_multiplier", acc, shape, value, f.eps(x_ok), rejected, f.eps(x_bad), target, d, counts)
 
 
 @_validate.arguments(target_epsilon="numbers", delta="numbers", noise_multiplier="numbers", sampling_rate="numbers", max_steps="int", orders="array?")
@@ -379,8 +392,7 @@ def calibrate_steps(
             return rdp_to_epsilon(cache["orders"], n[:, None] * cache["rdp"][idx], d[idx])
         return acc.epsilon(s[idx], q[idx], n.astype(np.int64), idx)
 
-    def f(x, idx):
-        return _log_f(eps_at(np.round(np.exp(x)), idx), log_target[idx])
+    f = _Objective(lambda x, idx: eps_at(np.round(np.exp(x)), idx), log_target)
 
     all_idx = np.arange(target.size)
     one = f(np.zeros(target.size), all_idx)
@@ -389,7 +401,7 @@ def calibrate_steps(
         bad = np.flatnonzero(one > 0)
         raise ValueError(
             f"even steps=1 exceeds target_epsilon for configuration(s) {bad[:5].tolist()} "
-            f"(eps at one step {(target * np.exp(one))[bad[:5]].tolist()} > target_epsilon={target[bad[:5]].tolist()})"
+            f"(eps at one step {f.eps(np.zeros(target.size))[bad[:5]].tolist()} > target_epsilon={target[bad[:5]].tolist()})"
         )
     guess = np.clip(np.round(_rho(target, d) * 2.0 * s**2 / q**2), 1, max_steps)
     limits = (0.0, math.log(max_steps))
@@ -404,7 +416,7 @@ def calibrate_steps(
         )
     x_ok, f_ok, x_bad, f_bad = _itp(x_ok, f_ok, x_bad, f_bad, f, 0.25 / np.exp(x_bad), True, counts)
     value, rejected = np.round(np.exp(x_ok)).astype(np.int64), np.round(np.exp(x_bad)).astype(np.int64)
-    return _finish("steps", acc, shape, value, target * np.exp(f_ok), rejected, target * np.exp(f_bad), target, d, counts)
+    return _finish("steps", acc, shape, value, f.eps(x_ok), rejected, f.eps(x_bad), target, d, counts)
 
 
 @_validate.arguments(target_epsilon="numbers", delta="numbers", noise_multiplier="numbers", steps="ints", rtol="number", orders="array?")
@@ -433,14 +445,13 @@ def calibrate_sampling_rate(
     log_target = np.log(target)
     counts = np.zeros(target.size, dtype=np.int64)
 
-    def f(x, idx):
-        return _log_f(acc.epsilon(s[idx], np.minimum(np.exp(x), 1.0), t[idx], idx), log_target[idx])
+    f = _Objective(lambda x, idx: acc.epsilon(s[idx], np.minimum(np.exp(x), 1.0), t[idx], idx), log_target)
 
     all_idx = np.arange(target.size)
     full = f(np.zeros(target.size), all_idx)
     counts += 1
     value = np.ones(target.size)
-    eps_v = target * np.exp(full)
+    eps_v = f.eps(np.zeros(target.size))
     rejected = np.full(target.size, np.nan)
     eps_r = np.full(target.size, np.nan)
     todo = np.flatnonzero(full > 0)
@@ -462,8 +473,8 @@ def calibrate_sampling_rate(
                 f"(target_epsilon={target[bad[:5]].tolist()})"
             )
         x_ok, f_ok, x_bad, f_bad = _itp(x_ok, f_ok, x_bad, f_bad, g, 0.5 * math.log1p(rtol), False, sub_counts)
-        value[todo], eps_v[todo] = np.exp(x_ok), target[todo] * np.exp(f_ok)
-        rejected[todo], eps_r[todo] = np.minimum(np.exp(x_bad), 1.0), target[todo] * np.exp(f_bad)
+        value[todo], eps_v[todo] = np.exp(x_ok), f.eps(x_ok, todo)
+        rejected[todo], eps_r[todo] = np.minimum(np.exp(x_bad), 1.0), f.eps(x_bad, todo)
         counts[todo] += sub_counts
     return _finish("sampling_rate", acc, shape, value, eps_v, rejected, eps_r, target, d, counts)
 
