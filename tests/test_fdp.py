@@ -158,7 +158,7 @@ def test_laplace_tradeoff_matches_its_closed_form():
 @settings(max_examples=40, deadline=None)
 @given(
     steps=st.lists(st.floats(0.01, 2.0), min_size=1, max_size=30),
-    drops=st.lists(st.floats(0.0, 1.0), min_size=30, max_size=30),
+    drops=st.lists(st.floats(0.0, 1.0), min_size=31, max_size=31),
     start=st.floats(0.05, 1.0),
 )
 def test_tradeoff_of_any_profile_is_convex_decreasing_and_symmetric(steps, drops, start):
@@ -290,3 +290,14 @@ def test_bad_inputs_get_clear_errors(entry):
 def test_out_of_range_values_are_refused(call, word):
     with pytest.raises(ValueError, match=word):
         call()
+
+
+# --- the README's section runs and prints what it shows ---------------------------------------
+def test_readme_fdp_section_prints_what_it_shows(capsys):
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"^## f-DP and calibration\n.*?```python\n(.*?)```\n\nprints\n\n```\n(.*?)```", text, re.S | re.M)
+    assert match, "README.md has no '## f-DP and calibration' section with a python block and its output"
+    exec(compile(match.group(1), "README.md:f-DP", "exec"), {"__name__": "readme_fdp"})
+    assert capsys.readouterr().out == match.group(2)
