@@ -205,6 +205,8 @@ def test_unreachable_targets_get_clear_errors_not_numbers():
     (lambda: calibrate_steps(1.0, 1e-5, 0.0, 0.1, accountant="rdp"), "noise_multiplier"),
     (lambda: calibrate_steps(1.0, 1e-5, 1.0, 0.1, accountant="rdp", max_steps=0), "max_steps"),
     (lambda: calibrate_sampling_rate(1.0, 1e-5, 1.0, -3, accountant="rdp"), "steps"),
+    (lambda: calibrate_noise_multiplier(1.0, 1e-5, 0.1, 10, accountant="pld", orders=ORDERS), "orders"),
+    (lambda: calibrate_noise_multiplier(1.0, 1e-5, 0.1, 10, accountant="rdp", pld_options={"x": 1}), "pld_options"),
 ])
 def test_out_of_range_values_are_refused(call, word):
     with pytest.raises((ValueError, TypeError), match=word):

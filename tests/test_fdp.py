@@ -177,6 +177,38 @@ def test_tradeoff_of_any_profile_is_convex_decreasing_and_symmetric(steps, drops
         np.testing.assert_allclose(curve.tradeoff(curve.tradeoff(a)), a, rtol=0, atol=1e-9)
 
 
+class ExactGaussianCurve:
+    """A curve known only through delta(eps) and eps(delta) at every point, like a PLD-backed
+    curve: the Gaussian mechanism's exact profile (Balle & Wang 2018, Thm 8)."""
+
+    has_profile = has_rdp = False
+
+    def __init__(self, mu):
+        self.mu = mu
+
+    def delta(self, epsilon, conversion="balle"):
+        return np.asarray(analytic_gaussian_delta(self.mu, epsilon), dtype=float)
+
+    def epsilon(self, delta, conversion="balle"):
+        from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon
+
+        return np.float64(analytic_gaussian_epsilon(self.mu, float(delta)))
+
+
+@pytest.mark.parametrize("mu", [0.3, 1.0, 3.0])
+def test_exact_gaussian_from_delta_alone_gives_g_mu_and_mu(mu):
+    """Only delta(eps) is used, so a curve with an exact continuous profile (a PLD) gets the
+    exact answers: beta = G_mu to rounding, mu-GDP to the certification's rtol."""
+    curve = ExactGaussianCurve(mu)
+    alpha = np.array([0.0, 1e-9, 1e-6, 1e-3, 0.05, 0.2, 0.5, 0.8, 0.99, 1.0])
+    # 1e-14: the golden refinement's final bracket (0.618^48 of a grid step) costs O(1e-20);
+    # what is left is rounding in 1 - delta - e^eps alpha
+    np.testing.assert_allclose(fdp.curve_tradeoff(curve, alpha), fdp.gdp_tradeoff(mu, alpha), rtol=0, atol=1e-14)
+    summary = fdp.curve_gdp(curve)
+    assert summary.mu_lower == pytest.approx(mu, rel=1e-13)  # every point requires exactly mu
+    assert mu <= summary.mu <= mu * (1 + 1e-4)  # certified between grid points to rtol = 1e-4
+
+
 # --- GDP summaries ----------------------------------------------------------------------------
 def _step_profile_mu(grid, deltas, eps_max):
     """The smallest mu dominating a profile's step function on [0, eps_max], brute force:

@@ -72,6 +72,15 @@ class Calibration:
 
 # ------------------------------------------------------------------------------------------
 # accountants: eps for arrays of (sigma, q, steps) at delta
+def _pld_curve():
+    """dpjax.accountants.pld_curve (the PLD accountant, where this dpjax has it)."""
+    try:
+        from .pld import pld_curve
+    except ImportError:
+        from . import pld_curve  # re-exported under another module
+    return pld_curve
+
+
 class _Accountant:
     """eps(sigma, q, steps) for flat arrays, counting evaluations."""
 
@@ -79,9 +88,13 @@ class _Accountant:
         self.name, self.adjacency, self.delta = name, adjacency, delta
         self.orders, self.sampling, self.pld_options = orders, sampling, dict(pld_options or {})
         self.calls = 0
+        if name == "pld" and orders is not None:
+            raise ValueError("orders= is for accountant='rdp'; the PLD accountant takes its options in pld_options=")
+        if name == "rdp" and pld_options:
+            raise ValueError(f"pld_options={dict(pld_options)!r} is for accountant='pld'")
         if name == "pld":
             try:
-                from . import pld_curve  # noqa: F401  (the PLD accountant, where this dpjax has it)
+                _pld_curve()
             except ImportError as err:
                 raise ValueError(
                     "accountant='pld' needs dpjax.accountants.pld_curve, which this dpjax does not have "
@@ -111,8 +124,7 @@ class _Accountant:
         if self.name == "rdp":
             orders, rdp = self.per_step_rdp(sigma.astype(np.float64), q.astype(np.float64))
             return rdp_to_epsilon(orders, steps.astype(np.float64)[:, None] * rdp, delta)
-        from . import pld_curve
-
+        pld_curve = _pld_curve()
         out = np.empty(sigma.size)
         for i in range(sigma.size):
             curve = pld_curve(float(sigma[i]), float(q[i]), int(steps[i]), adjacency=self.adjacency,
