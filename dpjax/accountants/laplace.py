@@ -12,6 +12,8 @@ by 1). With c = 1 / scale:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .. import _validate
@@ -64,8 +66,8 @@ def laplace_curve(scale: float, orders=None, epsilons=None) -> PrivacyCurve:
     prov = Provenance("Laplace mechanism (Mironov 2017, Prop. 6; exact profile)", mode="exact",
                       assumptions=("sensitivity 1, Laplace noise of the given scale",))
     rdp_curve = PrivacyCurve.from_rdp(orders, laplace_rdp(b, orders), prov)
-    return PrivacyCurve(orders=rdp_curve.orders, rdp=rdp_curve.rdp, epsilons=epsilons,
-                        deltas=laplace_delta(b, epsilons), provenance=prov)
+    profile = PrivacyCurve.from_profile(epsilons, laplace_delta(b, epsilons), prov)  # validates the grid
+    return dataclasses.replace(rdp_curve, epsilons=profile.epsilons, deltas=profile.deltas)
 
 
 __all__ = ["laplace_curve", "laplace_delta", "laplace_rdp"]
