@@ -49,3 +49,26 @@ __all__ += [
     "gaussian_epsilon",
     "gaussian_renyi",
 ]
+
+# f-DP trade-offs and GDP summaries, calibration, group privacy, the Laplace mechanism (issue 13)
+from . import calibration, fdp, group, laplace  # noqa: E402
+from .calibration import Calibration, calibrate_noise_multiplier, calibrate_sampling_rate, calibrate_steps  # noqa: E402
+from .fdp import GDPSummary, gdp_delta, gdp_tradeoff  # noqa: E402
+from .laplace import laplace_curve, laplace_delta, laplace_rdp  # noqa: E402
+
+__all__ += [
+    "calibration",
+    "fdp",
+    "group",
+    "laplace",
+    "Calibration",
+    "calibrate_noise_multiplier",
+    "calibrate_sampling_rate",
+    "calibrate_steps",
+    "GDPSummary",
+    "gdp_delta",
+    "gdp_tradeoff",
+    "laplace_curve",
+    "laplace_delta",
+    "laplace_rdp",
+]

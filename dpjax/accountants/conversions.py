@@ -9,6 +9,11 @@ All functions broadcast like NumPy; ``rdp`` has the orders on its last axis.
   route). This is the default.
 - zCDP (Bun & Steinke 2016, Prop 1.3): eps = rho + 2 sqrt(rho log(1/delta)).
 - RDP of rho-zCDP: rho * a.
+- Order infinity (the max divergence, pure DP; Mironov 2017, Sec. 3): an RDP value eps_inf at
+  order inf is (eps_inf, 0)-DP, so eps(delta) = eps_inf for every delta (the a -> inf limit of
+  both conversions) and, for eps < eps_inf, delta(eps) = (e^eps_inf - e^eps) / (1 + e^eps_inf),
+  the profile of randomized response, which dominates every eps_inf-DP mechanism (Kairouz,
+  Oh, Viswanath 2015, Thm 2.4).
 - Total-variation correction for approximate samplers (paper 001 Prop A.2, paper 002 Prop 12):
   (eps, delta)-DP target + TV distance tv => (eps, delta + (1 + e^eps) tv).
 """
@@ -26,6 +31,12 @@ def _check_delta(delta) -> np.ndarray:
     if np.any(~(d > 0)) or np.any(~(d < 1)):
         raise ValueError(f"delta={delta!r} violates 0 < delta < 1")
     return d
+
+
+def _log1mexp(x):
+    """log(1 - e^x) for x <= 0 (-inf at 0), elementwise without cancellation."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x > -np.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
 
 
 def _check_orders_rdp(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
@@ -50,6 +61,7 @@ def rdp_to_epsilon_per_order(orders, rdp, delta, conversion: str = "balle") -> n
     orders, rdp = _check_orders_rdp(orders, rdp)
     delta = _check_delta(delta)[..., None]
     log_delta = np.log(delta)
+    infinite = np.isinf(orders)
     with np.errstate(over="ignore", invalid="ignore"):
         if conversion == "mironov":
             eps = rdp - log_delta / (orders - 1.0)
@@ -59,6 +71,8 @@ def rdp_to_epsilon_per_order(orders, rdp, delta, conversion: str = "balle") -> n
             # delta^2 >= 1 - exp(-rdp): the KL (Pinsker-type) route already gives eps = 0.
             kl_zero = delta**2 + np.expm1(-rdp) >= 0
             eps = np.where(kl_zero, 0.0, eps)
+        # order inf: the a -> inf limit of either formula is rdp itself (the KL route still applies)
+        eps = np.where(infinite, np.where(kl_zero, 0.0, rdp) if conversion == "balle" else rdp, eps)
     eps = np.where(np.isnan(eps), np.inf, eps)
     return np.maximum(eps, 0.0)
 
@@ -96,6 +110,13 @@ def rdp_to_delta(orders, rdp, epsilon, conversion: str = "balle") -> np.ndarray:
             log_delta = (orders - 1.0) * (rdp - eps + np.log1p(-1.0 / orders)) - np.log(orders)
             log_delta = np.where(orders > _MIN_ORDER_BALLE, log_delta, np.inf)
             log_delta = np.minimum(log_delta, 0.5 * np.log1p(-np.exp(-rdp)))
+        infinite = np.isinf(orders)
+        if np.any(infinite):
+            # pure rdp-DP: delta = 0 from eps = rdp on; below, randomized response's profile
+            pure = np.where(eps >= rdp, -np.inf, rdp + _log1mexp(np.minimum(eps - rdp, 0.0)) - np.logaddexp(0.0, rdp))
+            pure = np.where(np.isinf(rdp), np.inf, pure)
+            kl_route = 0.5 * np.log1p(-np.exp(-rdp))
+            log_delta = np.where(infinite, np.minimum(kl_route, pure) if conversion == "balle" else pure, log_delta)
     log_delta = np.where(np.isnan(log_delta), np.inf, log_delta)
     return np.minimum(np.exp(np.min(log_delta, axis=-1)), 1.0)
 

@@ -173,6 +173,61 @@ class PrivacyCurve:
             out.append(self.rdp[..., int(i[0])])
         return np.stack(out, axis=-1)
 
+    # --- f-DP, GDP, RDP extras (dpjax.accountants.fdp, dpjax.accountants.group) ------------
+    @_validate.arguments(alpha="numbers")
+    def tradeoff(self, alpha, epsilons=None, conversion: str = "balle") -> np.ndarray:
+        """f-DP trade-off beta(alpha): the smallest type II error at type I error ``alpha`` that
+        this curve certifies, sup over eps of max(0, 1 - delta(eps) - e^eps alpha,
+        e^-eps (1 - delta(eps) - alpha)) (Dong, Roth & Su 2022, Prop. 2.12).
+
+        Built from :meth:`delta` alone, so it works for every kind of curve. A valid lower
+        envelope of the true trade-off (never above the true beta): slack comes from the
+        curve's own delta(eps) (an RDP conversion, a profile rounded to its grid) and from the
+        finite eps set (the profile's grid points, which are optimal for a profile, plus a grid
+        to eps(1e-15) refined by golden section; or ``epsilons`` if given). Symmetric
+        (f = f^-1) because (eps, delta)-DP bounds both directions. Shape: batch + alpha's shape.
+        See :mod:`dpjax.accountants.fdp`.
+        """
+        from . import fdp
+
+        return fdp.curve_tradeoff(self, alpha, epsilons, conversion)
+
+    def gdp(self, min_delta: float = 1e-10, conversion: str = "balle", rtol: float = 1e-4):
+        """The tightest mu-GDP that dominates this curve for every eps whose delta is >=
+        ``min_delta``, certified between grid points, with whether it dominates everywhere:
+        a :class:`~dpjax.accountants.fdp.GDPSummary` (see :func:`~dpjax.accountants.fdp.curve_gdp`)."""
+        from . import fdp
+
+        return fdp.curve_gdp(self, min_delta=min_delta, conversion=conversion, rtol=rtol)
+
+    @_validate.arguments(delta="numbers")
+    def optimal_order(self, delta, conversion: str = "balle") -> np.ndarray:
+        """The RDP order at which the RDP curve attains its eps(``delta``) (the argmin over
+        orders of the conversion; the first one on ties). An answer at the smallest or largest
+        order held suggests extending the orders. Needs RDP values."""
+        if not self.has_rdp:
+            raise ValueError("optimal_order needs RDP values; this curve has none")
+        per_order = conversions.rdp_to_epsilon_per_order(self.orders, self.rdp, delta, conversion)
+        return self.orders[np.argmin(per_order, axis=-1)]
+
+    def group(self, size: int) -> "PrivacyCurve":
+        """This guarantee for groups of ``size`` records: RDP through Mironov's weak triangle
+        inequality (2017, Prop. 11 / Cor. 4), a profile through (k eps, k e^{(k-1) eps} delta)
+        (Vadhan 2017, Lemma 2.2); see :mod:`dpjax.accountants.group`."""
+        from . import group as _group
+
+        k = _validate.positive_int("size", size)
+        if not (self.has_rdp or self.has_profile):
+            raise ValueError("group privacy needs RDP values or a profile; this curve has neither")
+        prov = dataclasses.replace(
+            self.provenance,
+            result=f"group of {k} records of [{self.provenance.result}] (Mironov 2017 Prop. 11; Vadhan 2017 Lemma 2.2)",
+            mode="bound" if k > 1 else self.provenance.mode,
+        )
+        rdp = _group.group_rdp(self.orders, self.rdp, k) if self.has_rdp else None
+        eps, deltas = _group.group_profile(self.epsilons, self.deltas, k) if self.has_profile else (None, None)
+        return PrivacyCurve(orders=self.orders, rdp=rdp, epsilons=eps, deltas=deltas, provenance=prov)
+
     # --- composition --------------------------------------------------------------------
     def compose(self, other: "PrivacyCurve", provenance: Optional[Provenance] = None) -> "PrivacyCurve":
         """Adaptive composition: RDP values add at each order (orders must match)."""

@@ -65,15 +65,16 @@ def _check_inputs(q, noise_multiplier, orders):
         raise ValueError(f"q={q!r} violates 0 <= q <= 1 (q is the Poisson sampling rate)")
     if np.any(~((s_np > 0) & np.isfinite(s_np))):
         raise ValueError(f"noise_multiplier={noise_multiplier!r} violates noise_multiplier > 0 (finite)")
-    if np.any(~((a_np > 1) & np.isfinite(a_np))):
-        raise ValueError(f"orders={orders!r} violate 1 < order < inf")
+    if np.any(~(a_np > 1)):
+        raise ValueError(f"orders={orders!r} violate 1 < order <= inf")
     return q_np, s_np, a_np
 
 
 @float64
 @_validate.arguments(noise_multiplier="numbers", orders="array")
 def gaussian_rdp(noise_multiplier, orders) -> np.ndarray:
-    """RDP of the Gaussian mechanism with sensitivity 1: a / (2 sigma^2) (Mironov 2017, Prop. 7).
+    """RDP of the Gaussian mechanism with sensitivity 1: a / (2 sigma^2) (Mironov 2017, Prop. 7);
+    inf at order inf (no pure-DP guarantee).
 
     Broadcasts ``noise_multiplier`` against ``orders`` like NumPy; returns float64.
     """
@@ -248,7 +249,8 @@ def subsampled_gaussian_rdp(q, noise_multiplier, orders) -> np.ndarray:
     sensitivity-1 contributions gets N(0, noise_multiplier^2) noise (Mironov, Talwar, Zhang
     2019). ``q``, ``noise_multiplier`` and ``orders`` broadcast like NumPy; integer and
     fractional orders > 1 are both exact to ~1e-12 relative (see the module docstring).
-    ``q = 1`` gives the Gaussian RDP a / (2 sigma^2); ``q = 0`` gives 0.
+    ``q = 1`` gives the Gaussian RDP a / (2 sigma^2); ``q = 0`` gives 0; order inf gives inf
+    (the max divergence of a Gaussian shift is infinite) for q > 0.
 
     The work is done by jitted JAX kernels on flattened, bucketed inputs; the arguments must
     be concrete (this wrapper decides array sizes from them), so call it outside ``jax.jit``.
@@ -257,7 +259,7 @@ def subsampled_gaussian_rdp(q, noise_multiplier, orders) -> np.ndarray:
     shape = np.broadcast_shapes(q_np.shape, s_np.shape, a_np.shape)
     qf, sf, af = (np.broadcast_to(v, shape).reshape(-1) for v in (q_np, s_np, a_np))
     log_a_m1 = np.full(qf.shape, -np.inf)
-    general = (qf > 0) & (qf < 1)
+    general = (qf > 0) & (qf < 1) & np.isfinite(af)
     is_int = general & (af == np.round(af)) & (af <= _MAX_INTEGER_ORDER)
     is_frac = general & ~is_int
     if np.any(is_int):
@@ -267,5 +269,7 @@ def subsampled_gaussian_rdp(q, noise_multiplier, orders) -> np.ndarray:
     with np.errstate(over="ignore"):
         rdp = np.logaddexp(0.0, log_a_m1) / (af - 1.0)  # log(A) = log1p(A - 1)
     rdp = np.where(qf == 1, af / (2.0 * sf**2), rdp)
+    # order inf (the max divergence): the likelihood ratio 1 - q + q r(z) is unbounded for q > 0
+    rdp = np.where(np.isinf(af) & (qf > 0), np.inf, rdp)
     rdp = np.where(qf == 0, 0.0, rdp)
     return rdp.reshape(shape)
