@@ -170,7 +170,15 @@ def test_calibrated_rate_is_the_largest_meeting_the_target(target, log_delta, si
         return
     assert q < res.rejected <= q * (1 + RTOL) * (1 + 1e-12)
     assert eps_dpjax(steps, sigma, res.rejected, delta) > target
-    assert eps_dp_accounting(steps, sigma, q, delta) == pytest.approx(res.epsilon, rel=1e-6)
+    if res.epsilon > 0:
+        assert eps_dp_accounting(steps, sigma, q, delta) == pytest.approx(res.epsilon, rel=1e-6)
+    else:
+        # dpjax's conversion also uses TV <= sqrt(1 - exp(-D_a)) (Bretagnolle-Huber): with a
+        # tiny rate the RDP at low orders certifies (0, delta) outright; dp_accounting lacks
+        # that route, so its eps is positive there (never below dpjax's)
+        rdp = noisy_sgd_curve(steps, sigma, q, orders=ORDERS).rdp
+        assert np.any(delta**2 >= -np.expm1(-rdp))
+        assert eps_dp_accounting(steps, sigma, q, delta) >= 0
 
 
 # --- unreachable targets and bad input --------------------------------------------------------
