@@ -344,3 +344,17 @@ def test_epsilon_for_dataset_matches_numpy_brute_force(kind, p):
     for key_ in ("log_eta", "log_a", "log_b", "epsilon"):
         np.testing.assert_allclose(float(got[key_]), ref[key_], atol=2e-6, err_msg=key_)
     assert bool(got["ok"]) and int(got["num_outside"]) >= 1
+
+
+def test_algorithm1_log_eta_below_lemma14_bound():
+    """Lemma 14 (paper 003): log eta_n <= 2 (1 - p) T psi / p with T from
+    :func:`dpjax.accountants.contamination.lemma14_T`: the searched sup/inf respect the closed form."""
+    from dpjax.accountants.contamination import box_psi, lemma14_log_eta_bound, lemma14_T
+
+    eta, _ = jitted("linear")
+    for shift, phi, p in ((0.1, 0.3, 0.4), (-0.02, 0.05, 0.2)):
+        centre = THETA_STAR + shift * np.array([1.0, -1.0, 0.5])
+        got = float(eta(jnp.asarray(centre), jnp.asarray(phi), jnp.asarray(p))[0])
+        T = lemma14_T("linear", centre=centre, phi=phi, theta_star=THETA_STAR, contamination_scale=T_SCALE)
+        bound = lemma14_log_eta_bound(T=T, psi=box_psi(centre, phi, THETA_STAR), contamination_rate=p)
+        assert 0 < got <= bound
