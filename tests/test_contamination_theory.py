@@ -169,3 +169,27 @@ def test_theorem5_matrix_linear_exact_and_logistic_monte_carlo():
     c0 = C.contaminated_fisher_information("cauchy", theta_star=ts, contamination_rate=0.0, contamination_scale=10.0, num_covariate_draws=500)
     np.testing.assert_allclose(c0, 0.5 * np.einsum("ki,kj->ij", *[np.concatenate([np.ones((500, 1)), np.random.default_rng(0).uniform(-1, 1, (500, 2))], 1)] * 2) / 500, rtol=1e-6)
     assert np.all(np.linalg.eigvalsh(0.7 * c0 - cm) >= -1e-12)  # I_p <= (1 - p) I as matrices
+
+
+def test_zcdp_budget_exact_inverts_bun_steinke_and_paper_rule_overspends():
+    from dpjax.accountants import zcdp_to_epsilon
+
+    n = np.array([100, 1000, 2000, 5000, 10000, 20000, 50000])
+    eps = np.array([2.85, 0.94, 0.72, 0.46, 0.32, 0.26, 0.18])  # Table 1
+    delta = 1 / (10 * n)
+    exact = C.zcdp_budget(eps, delta)
+    # the exact rho spends exactly the budget (Prop 1.3 is an equality in its rho)
+    np.testing.assert_allclose(zcdp_to_epsilon(exact, delta), eps, rtol=1e-13)
+    # mpmath: the root of rho + 2 sqrt(rho L) = eps at 50 digits
+    mpmath.mp.dps = 50
+    for e, dl, r in zip(eps, delta, exact):
+        L = -mpmath.log(mpmath.mpf(dl))
+        root = (mpmath.sqrt(L + mpmath.mpf(e)) - mpmath.sqrt(L)) ** 2
+        assert r == pytest.approx(float(root), rel=1e-13)
+    paper = C.zcdp_budget(eps, delta, rule="paper")
+    np.testing.assert_allclose(paper, eps**2 / (2 * np.log(1 / delta)), rtol=1e-15)
+    spent = zcdp_to_epsilon(paper, delta)
+    # the paper's rho buys more than eps: about sqrt(2) eps (plus rho), and about twice the exact rho
+    assert np.all(spent > eps) and np.all(spent / eps > 1.41) and np.all(paper / exact > 2.0)
+    with pytest.raises(ValueError, match="rule='zcdp' is not one of"):
+        C.zcdp_budget(1.0, 1e-5, rule="zcdp")

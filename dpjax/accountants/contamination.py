@@ -260,3 +260,29 @@ def contaminated_fisher_information(kind: str, *, theta_star, contamination_rate
                                                    contamination_scale=contamination_scale) for v in nodes])
         c = np.interp(u, nodes, vals) if nodes.size > 1 else np.full_like(u, vals[0])
     return np.einsum("k,ki,kj->ij", c, w, w) / draws
+
+
+# --- Figure 1's budgets ---------------------------------------------------------------------------
+def zcdp_budget(epsilon, delta, *, rule: str = "exact") -> np.ndarray:
+    """rho such that rho-zCDP gives the (epsilon, delta)-DP of Table 1, for Figure 1's
+    frequentist baselines (paper 003 §4.2).
+
+    ``rule="exact"``: the largest rho with rho + 2 sqrt(rho log(1/delta)) <= epsilon (Bun &
+    Steinke 2016, Prop 1.3; :func:`dpjax.accountants.zcdp_to_epsilon`), i.e. rho =
+    (sqrt(L + epsilon) - sqrt(L))^2 with L = log(1/delta), written as epsilon^2 /
+    (sqrt(L + epsilon) + sqrt(L))^2 (no cancellation). ``rule="paper"``: the paper's reading
+    "eps^2/2-zCDP implies (eps sqrt(log 1/delta), delta)-DP", rho = epsilon^2 / (2 L). That
+    statement drops a factor sqrt(2) and the eps^2/2 term: the paper's rho is about twice the
+    exact one, and buys (rho + 2 sqrt(rho L), delta) ~ (sqrt(2) epsilon, delta)-DP, more than
+    the budget (NOTES 003 erratum), not less as §4.2 says."""
+    V.one_of("rule", rule, ("exact", "paper"))
+    eps = np.asarray(epsilon, dtype=np.float64)
+    if np.any(~np.isfinite(eps)) or np.any(eps <= 0):
+        raise ValueError(f"epsilon={epsilon!r} violates epsilon > 0 and finite")
+    dl = np.asarray(delta, dtype=np.float64)
+    if np.any(~(dl > 0)) or np.any(~(dl < 1)):
+        raise ValueError(f"delta={delta!r} violates 0 < delta < 1")
+    log_inv = -np.log(dl)
+    if rule == "paper":
+        return eps**2 / (2.0 * log_inv)
+    return eps**2 / (np.sqrt(log_inv + eps) + np.sqrt(log_inv)) ** 2
