@@ -149,6 +149,9 @@ def fit_rates(per_dim: dict, n_values, args) -> dict:
 
     out = {"theorem4_rate": theorem4_rate(args.rate_exponent),
            "theorem4_q": 1.0 / (2.0 * args.rate_exponent),
+           # Lemma 14's eps'_n = 2 (1 - p_n) T psi_n / p_n with a parametric contraction psi_n ~ n^(-1/2)
+           # (Bernstein-von Mises) instead of the proof's n^(-1/q): the rate a regular model can reach
+           "parametric_rate": -0.5 + args.rate_exponent,
            "note": "Theorem 4 / Appendix C: p_n = n^(-1/(2q)) gives eps_n ~ n^(-1/(2q)) for q > 4; p_n = n^(-1/8) is q = 4, the "
                    "boundary. Fit: OLS of log eps_hat on log n; intervals: bootstrap over the datasets at every n."}
     targets = sorted({float(args.extrapolate_to), 1e5, 1e6})
