@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dpjax.experiments import _contamination_regression as common
-from dpjax.experiments import contamination_cauchy, contamination_linear, contamination_logistic
+from dpjax.experiments import contamination_cauchy, contamination_linear
 
 
 def tiny_args(module, *extra):
@@ -46,19 +46,6 @@ def test_tiny_linear_run_structure_and_infinite_uncontaminated_arm():
     assert rows[0]["dpjax"].endswith("/ inf") and rows[2]["dpjax"] == fit["slope"]
 
 
-@pytest.mark.slow  # one compilation of Algorithm 1 for a regression (~30 s here)
-def test_tiny_cauchy_run_has_both_arms_finite():
-    results, _ = contamination_cauchy.run(tiny_args(contamination_cauchy, "--sensitivity-scales", ""))
-    res = results["by_dim"]["3"]
-    for arm in common.ARMS:
-        per = res[f"per_dataset_epsilon_{arm}"]
-        assert all(len(p) == 4 and np.all(np.isfinite(p)) and np.all(np.asarray(p) > 0) for p in per)
-        assert results["rate_fit"][f"d3_{arm}"]["ok"]
-    assert res["uncontaminated_lower"] == [u < c for u, c in zip(res["epsilon_hat_uncontaminated"], res["epsilon_hat_contaminated"])]
-    assert "sensitivity" not in results
-    assert any("uncontaminated eps_hat lower" in r["quantity"] for r in contamination_cauchy.headline(results))
-
-
 def test_auto_grid_and_theta_star_choices():
     assert common.default_theta_star(5) == [0.5, -1.0, 1.0, -0.5, 0.25]
     assert common.default_theta_star(10) == [0.5, -1.0, 1.0, -0.5, 0.25] * 2
@@ -90,20 +77,3 @@ def test_argument_errors_and_cli_registration():
     parser = argparse.ArgumentParser()
     contamination_mean.add_arguments(parser)
     assert parser.parse_args([]).logistic_dims is None
-
-
-@pytest.mark.slow  # two compilations of Algorithm 1 for logistic regression (~40 s here)
-def test_tiny_logistic_over_two_dims():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    contamination_logistic.add_arguments(parser)
-    args = parser.parse_args(["--n-values", "150,300", "--dims", "3,4", "--K", "4", "--particles", "100", "--dataset-batch", "4"])
-    results, _ = contamination_logistic.run(args)
-    assert results["dims"] == [3, 4] and set(results["by_dim"]) == {"3", "4"}
-    assert results["by_dim"]["4"]["settings"]["theta_star"] == [0.5, -1.0, 1.0, -0.5]
-    for d in ("3", "4"):
-        for arm in common.ARMS:
-            assert results["rate_fit"][f"d{d}_{arm}"]["ok"]
-    rows = contamination_logistic.headline(results)
-    assert rows[0]["paper"] == "~4" and any("decay exponent" in r["quantity"] for r in rows)
