@@ -30,6 +30,8 @@ EXPERIMENTS = {
     "gibbs-gaussian-mean": "gibbs_gaussian_mean",
     "contamination-mean": "contamination_mean",
     "contamination-logistic": "contamination_logistic",
+    "contamination-linear": "contamination_linear",
+    "contamination-cauchy": "contamination_cauchy",
     "expfam-beta": "expfam_beta",
     "mcmc-asymptotic": "mcmc_asymptotic",
     "noisy-monte-carlo": "noisy_monte_carlo",

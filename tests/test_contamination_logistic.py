@@ -282,5 +282,8 @@ def test_contamination_epsilon_accepts_zero_rate_and_rejects_negative():
     assert np.all(tiny.details["num_outside"] <= est.details["num_outside"])
     with pytest.raises(ValueError, match=r"contamination_rate=-0.1 violates contamination_rate in \[0.0, 1.0\)"):
         contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=-0.1, delta=1e-3, num_datasets=4)
+    # the box grid's size is checked where the box is gridded: a user-supplied record grid (the
+    # model's own record space searches the box along one line, see test_contamination_regression)
     with pytest.raises(ValueError, match=r"theta_grid_size\*\*dim = 17\*\*5 box points is too many"):
-        contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=0.1, delta=1e-3, num_datasets=4)
+        contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=0.1, delta=1e-3, num_datasets=4,
+                              record_grid=np.asarray(space(3)[0]))

@@ -30,10 +30,12 @@ __all__ = [
 # Theorem-by-theorem accountants live in their own modules (one concept each); import them
 # as submodules: dpjax.accountants.girsanov.thm52_ula_last_iterate(...), etc.
 from . import cyclic_sgld, exact, expfam, gaussian_divergence, gibbs, girsanov, mixture, posterior  # noqa: E402
+from . import contamination  # noqa: E402  (paper 003's closed forms: Theorem 4, Lemma 14, Theorem 5)
 from .exact import exact_last_iterate_curve, exact_last_iterate_epsilon, exact_path_curve  # noqa: E402
 from .gaussian_divergence import analytic_gaussian_epsilon, gaussian_epsilon, gaussian_renyi  # noqa: E402
 
 __all__ += [
+    "contamination",
     "cyclic_sgld",
     "exact",
     "expfam",

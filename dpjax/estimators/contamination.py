@@ -214,9 +214,14 @@ def log_eta(model: ContaminationModel, centre, phi, theta_star, p, record_grid, 
     component (:meth:`ContaminationModel.record_space`; only components with step > 0 move),
     the search starts from the ``VECTOR_STARTS`` best grid points and the sweeps are followed
     by projected Newton polishing; without ``record_bounds`` the
-    grid alone is used. Returns (log_eta, log_sup, log_inf)."""
+    grid alone is used. Models with ``covariates`` (f depends on theta only through w.theta)
+    are searched by :func:`_log_eta_index` instead. Search vectors are mapped to records by
+    ``model.to_record`` (unbounded responses). Returns (log_eta, log_sup, log_inf)."""
+    if model.covariates is not None and record_grid.ndim != 1 and record_bounds is not None:
+        return _log_eta_index(model, centre, phi, theta_star, p, record_grid, theta_grid_size, refine_iters, record_bounds)
     thetas = _box_grid(centre, phi, theta_grid_size)
-    table = _log_d_table(model, record_grid, thetas, theta_star, p)  # (num_x, num_theta)
+    records = record_grid if record_grid.ndim == 1 else jax.vmap(model.to_record)(record_grid)
+    table = _log_d_table(model, records, thetas, theta_star, p)  # (num_x, num_theta)
     if record_grid.ndim != 1 and record_bounds is None:
         return jnp.max(table) - jnp.min(table), jnp.max(table), jnp.min(table)
     d = centre.shape[0]
@@ -231,7 +236,7 @@ def log_eta(model: ContaminationModel, centre, phi, theta_star, p, record_grid, 
 
     def refine(sign):
         signed = sign * table
-        objective = lambda v: sign * model.log_d(as_record(v), v[size:], theta_star, p)
+        objective = lambda v: sign * model.log_d(model.to_record(as_record(v)), v[size:], theta_star, p)
 
         def from_start(value, flat):
             ix, it = flat // table.shape[1], flat % table.shape[1]
@@ -245,6 +250,52 @@ def log_eta(model: ContaminationModel, centre, phi, theta_star, p, record_grid, 
         # f); vector records: the best few grid points, against a second mode elsewhere
         starts = 1 if record_grid.ndim == 1 else min(VECTOR_STARTS, signed.size)
         values, flats = jax.lax.top_k(signed.reshape(-1), starts)
+        return jnp.max(jax.vmap(from_start)(values, flats))
+
+    best = jax.vmap(refine)(jnp.array([1.0, -1.0]))
+    log_sup, log_inf = best[0], -best[1]
+    return log_sup - log_inf, log_sup, log_inf
+
+
+def _index_theta(model: ContaminationModel, record, centre, phi, t):
+    """theta = centre + t phi sign(w) (w = the record's covariates): as t runs over [-1, 1],
+    w.theta runs over exactly [centre.w - phi ||w||_1, centre.w + phi ||w||_1], the range of
+    w.theta over the L_inf box centre +- phi."""
+    return centre + t * phi * jnp.sign(model.covariates(record))
+
+
+def _log_eta_index(model: ContaminationModel, centre, phi, theta_star, p, record_grid, line_points: int, refine_iters: int,
+                   record_bounds: tuple):
+    """:func:`log_eta` for a model whose f depends on theta only through u = w.theta: for each
+    record the sup/inf over the box is a sup/inf over u in an interval, searched along the line
+    theta(t) = centre + t phi sign(w), t in [-1, 1] (``line_points`` values of t, the box's two
+    extreme vertices for this w included), then the same coordinate golden section and
+    projected Newton over (record, t) as the general path. The d-dimensional box costs one
+    dimension instead of ``theta_grid_size ** d`` points."""
+    size, r_low, r_high, r_step, r_coords = _record_space_arrays(record_grid, record_bounds)
+    records = jax.vmap(model.to_record)(record_grid)
+    ts = jnp.linspace(-1.0, 1.0, line_points)
+
+    def log_d_at(record, t):
+        return model.log_d(record, _index_theta(model, record, centre, phi, t), theta_star, p)
+
+    table = jax.vmap(lambda rec: jax.vmap(lambda t: log_d_at(rec, t))(ts))(records)  # (num_x, num_t)
+    lows = jnp.concatenate([r_low, -jnp.ones(1)])
+    highs = jnp.concatenate([r_high, jnp.ones(1)])
+    steps = jnp.concatenate([r_step, jnp.full((1,), 2.0 / (line_points - 1))])
+    coords = r_coords + (size,)
+
+    def refine(sign):
+        signed = sign * table
+        objective = lambda v: sign * log_d_at(model.to_record(v[:size]), v[size])
+
+        def from_start(value, flat):
+            ix, it = flat // table.shape[1], flat % table.shape[1]
+            v0 = jnp.concatenate([record_grid[ix], ts[it][None]])
+            v, best = _coordinate_ascent(objective, v0, value, lows, highs, steps, coords, 2, refine_iters)
+            return _projected_newton(objective, v, best, lows, highs, coords)
+
+        values, flats = jax.lax.top_k(signed.reshape(-1), min(VECTOR_STARTS, signed.size))
         return jnp.max(jax.vmap(from_start)(values, flats))
 
     best = jax.vmap(refine)(jnp.array([1.0, -1.0]))
@@ -267,7 +318,8 @@ def log_mixture_extremes(model: ContaminationModel, thetas, log_weights, theta_s
 
     norms = jax.vmap(model.log_normaliser)(thetas)
 
-    def h(x):
+    def h(v):
+        x = v if record_grid.ndim == 1 else model.to_record(v)
         log_f = jax.vmap(lambda t: model.log_f(x, t))(thetas) - norms
         ks = log_mix(log_f, model.log_g(x), p)
         return jax.scipy.special.logsumexp(log_weights + ks) - model.log_k(x, theta_star, p)
@@ -646,9 +698,12 @@ def contamination_epsilon(
     ``record_grid_per_axis`` points per continuous component, refined past the grid; a
     user-supplied vector grid is searched as given). ``contamination_rate`` may be 0: the
     uncontaminated posterior, the baseline of paper 003 §4.3 (meaningful where d(x; theta) is
-    bounded without g, e.g. a binary response; box over theta_grid_size**dim points:
-    ``theta_grid_size=2`` searches only the box's vertices, which is exact when log d is
-    monotone in a linear form of theta, as for regressions).
+    bounded without g, e.g. a binary response; a ValueError for a model declared unbounded
+    without contamination, whose eps is +inf). The box A_n is gridded with
+    theta_grid_size**dim points, refined coordinate-wise (``theta_grid_size=2``: the
+    vertices), except for a model with ``covariates`` on its own record space, where it is
+    searched along one line with ``theta_grid_size`` points (see :func:`log_eta`).
+    A model built around a theta* (``model.theta_star``) must be given that theta*.
     ``pad_records_to``: simulate this many records and use the first n, so calls with
     different n share one compilation (a sweep passes its largest n).
     ``interpolation_nodes``: see :func:`epsilon_for_dataset` (d = 1; the per-dataset
@@ -683,7 +738,13 @@ def contamination_epsilon(
         raise ValueError(f"theta_star has shape {theta_star.shape}; it must have shape ({model.dim},), the model's dim")
     if model.sample_f is None or model.sample_g is None:
         raise ValueError(f"model {model.name!r} needs sample_f and sample_g to simulate datasets")
-    if theta_grid_size**model.dim > 200_000:
+    if model.theta_star is not None and not np.allclose(theta_star, model.theta_star, rtol=0.0, atol=0.0):
+        raise ValueError(f"theta_star={theta_star.tolist()} differs from the theta* model {model.name!r} was built around ({list(model.theta_star)})")
+    if p == 0.0 and not model.bounded_without_contamination:
+        raise ValueError(f"contamination_rate=0 on model {model.name!r}: d(x; theta) is unbounded in x without contamination, "
+                         "so eps is +inf (no estimate to make)")
+    line_search = model.covariates is not None and record_grid is None and model.vector_records
+    if not line_search and theta_grid_size**model.dim > 200_000:
         raise ValueError(f"theta_grid_size**dim = {theta_grid_size}**{model.dim} box points is too many; lower theta_grid_size")
     record_bounds = None
     if record_grid is None and model.vector_records:

@@ -1,5 +1,5 @@
-"""Paper 003 §4.3, Figure 2b: eps_hat for Bayesian logistic regression (d = 5) with and
-without contamination.
+"""Paper 003 §4.3, Figure 2b: eps_hat for Bayesian logistic regression (d = 5 and 10) with
+and without contamination, with the decay-rate fit extrapolated to n = 1e7.
 
 Records are (y, w) with w = (1, w_2, ..., w_d), w_j uniform on [-1, 1] (Remark 14: ||W||_inf
 <= 1) and y ~ Bernoulli(sigmoid(theta*.w)); contamination replaces y by a Bernoulli(1/2) draw
@@ -14,6 +14,13 @@ Not given by the paper, and so flags here: theta* (default (0.5, -1, 1, -0.5, 0.
 number of particles m, and the optimiser for the sup/inf (here: a grid over the record
 space and the box's vertices, refined coordinate-wise by golden section; the sup over theta
 in an L_inf box of a monotone function of theta.w is at a vertex, so vertices suffice).
+
+Several dimensions (``--dims``, default 5,10 when run on its own; d = 10 uses theta* =
+(0.5, -1, 1, -0.5, 0.25) tiled, chosen here): each d gets the layout above under
+``by_dim``, plus the log-scale decay-rate fit and its extrapolation beside Theorem 4's rate
+(:mod:`._contamination_regression`), over the paper's n range (1e3 to 5e5; ``--quick``: 1e3,
+3e3, 1e4 with K = 50). Inside ``contamination-mean`` (flags prefixed ``--logistic-``) it
+runs one d, from ``--logistic-theta-star``, as before.
 
 Run: ``dpjax reproduce contamination-logistic --out DIR [--quick]``; it is also part of
 ``dpjax reproduce contamination-mean``.
@@ -50,14 +57,19 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
                         help=f"simulated datasets per n (default 1000, --quick {QUICK_NUM_DATASETS})")
     parser.add_argument(f"--{prefix}theta-star", dest=f"{dest}theta_star", type=_float_list, default=DEFAULT_THETA_STAR,
                         help="true parameter, intercept first; its length is d (default 0.5,-1,1,-0.5,0.25: d = 5)")
+    parser.add_argument(f"--{prefix}dims", dest=f"{dest}dims", type=_int_list, default=None if prefix else [5, 10],
+                        help="dimensions d to run (theta* for a d other than --theta-star's length: 0.5,-1,1,-0.5,0.25 tiled); "
+                             + ("default: --logistic-theta-star's d alone" if prefix else "default 5,10 (the paper's)"))
     parser.add_argument(f"--{prefix}particles", dest=f"{dest}particles", type=int, default=2000,
                         help="importance-sampling particles m per dataset (default 2000: in d = 5 the proposal's weights "
                              "degenerate faster, and m = 1000 left ~2%% of datasets at n = 1000 with no particle outside the box)")
-    parser.add_argument(f"--{prefix}grid-per-axis", dest=f"{dest}grid_per_axis", type=int, default=5,
-                        help="record grid points per covariate axis before refinement (default 5)")
+    parser.add_argument(f"--{prefix}grid-per-axis", dest=f"{dest}grid_per_axis", type=int, default=None,
+                        help="record grid points per covariate axis before refinement (default 5 for d <= 5, 3 up to d = 7, "
+                             "else 2 = the cube's vertices)")
     parser.add_argument(f"--{prefix}proposal-scale", dest=f"{dest}proposal_scale", type=float, default=2.0,
                         help="importance proposal N(MAP, s^2 H^-1) scale s (default 2)")
     if not prefix:
+        parser.add_argument("--extrapolate-to", type=float, default=1e7, help="largest n of the extrapolated fit (default 1e7)")
         parser.add_argument("--quantile", type=float, default=0.99, help="reported quantile over datasets (default 0.99)")
         parser.add_argument("--rate-exponent", type=float, default=0.125, help="contamination rate p_n = n^-exponent (default 1/8)")
         parser.add_argument("--delta-factor", type=float, default=10.0, help="delta_n = 1/(factor n) (default 10)")
@@ -66,16 +78,49 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
 
 
 def run(args: argparse.Namespace, prefix: str = ""):
-    """eps_hat with and without contamination: returns (results dict, matplotlib figure)."""
-    from ..estimators.contamination import contamination_epsilon
-    from ..models.contamination import logistic_regression_contamination
+    """eps_hat with and without contamination: returns (results dict, matplotlib figure).
+    One d (no ``--dims``): the single-d layout; several: ``by_dim`` and the rate fit."""
+    from . import _contamination_regression as common
 
     opt = lambda name: getattr(args, prefix.replace("-", "_") + name)
-    n_values = list(opt("n_values") or (QUICK_N if args.quick else DEFAULT_N))
-    num_datasets = opt("K") if opt("K") is not None else (QUICK_NUM_DATASETS if args.quick else 1000)
     theta_star = np.asarray(opt("theta_star"), dtype=float)
     if theta_star.ndim != 1 or theta_star.shape[0] < 2 or not np.all(np.isfinite(theta_star)):
         raise ValueError(f"--{prefix}theta-star={opt('theta_star')} must be >= 2 finite numbers (intercept first)")
+    dims = getattr(args, prefix.replace("-", "_") + "dims", None)
+    if dims is None:
+        results = _run_one_dim(args, prefix, theta_star, n_default=QUICK_N if args.quick else DEFAULT_N,
+                               k_default=QUICK_NUM_DATASETS if args.quick else 1000)
+        return results, _figure(results)
+    if any(d < 2 for d in dims):
+        raise ValueError(f"--{prefix}dims={dims}: every d must be >= 2 (an intercept and a covariate)")
+    n_default = common.QUICK_N if args.quick else common.PAPER_N
+    k_default = common.QUICK_NUM_DATASETS if args.quick else 1000
+    per_dim = {}
+    t0 = time.perf_counter()
+    for d in dims:
+        ts = theta_star if theta_star.shape[0] == d else np.asarray(common.default_theta_star(d))
+        per_dim[str(d)] = _run_one_dim(args, prefix, ts, n_default=n_default, k_default=k_default)
+    n_values = per_dim[str(dims[0])]["n"]
+    results = {"dims": list(dims), "n": n_values, "by_dim": per_dim}
+    fit_args = argparse.Namespace(rate_exponent=args.rate_exponent, extrapolate_to=getattr(args, "extrapolate_to", 1e7),
+                                  quantile=args.quantile, seed=args.seed)
+    results["rate_fit"] = common.fit_rates(per_dim, n_values, fit_args)
+    results["total_seconds"] = time.perf_counter() - t0
+    results["settings"] = {"kind": "logistic", "K": per_dim[str(dims[0])]["settings"]["K"], "quick": bool(args.quick),
+                           "paper": "Figure 2b: contamination lowers eps_hat about 4x (values and theta* not printed)"}
+    return results, common.figure(results, "Logistic regression (paper 003, Fig. 2b)")
+
+
+def _run_one_dim(args, prefix, theta_star, n_default, k_default) -> dict:
+    """The single-d result (the original layout)."""
+    from ..estimators.contamination import contamination_epsilon
+    from ..models.contamination import logistic_regression_contamination
+    from ._contamination_regression import auto_grid_per_axis
+
+    opt = lambda name: getattr(args, prefix.replace("-", "_") + name)
+    n_values = list(opt("n_values") or n_default)
+    num_datasets = opt("K") if opt("K") is not None else k_default
+    grid_per_axis = opt("grid_per_axis") or auto_grid_per_axis(theta_star.shape[0], 2)
     if not args.rate_exponent > 0:
         raise ValueError(f"--rate-exponent={args.rate_exponent} violates rate_exponent > 0 (p_n must be < 1)")
     if not args.delta_factor > 0:
@@ -90,7 +135,7 @@ def run(args: argparse.Namespace, prefix: str = ""):
                 est = contamination_epsilon(
                     model, theta_star=theta_star, num_records=n, contamination_rate=p, delta=1.0 / (args.delta_factor * n),
                     num_datasets=num_datasets, quantile=args.quantile, num_particles=opt("particles"),
-                    proposal_scale=opt("proposal_scale"), seed=args.seed, record_grid_per_axis=opt("grid_per_axis"),
+                    proposal_scale=opt("proposal_scale"), seed=args.seed, record_grid_per_axis=grid_per_axis,
                     theta_grid_size=2, dataset_batch=args.dataset_batch, pad_records_to=max(n_values), progress=args.progress,
                 )
             d = est.details
@@ -133,11 +178,12 @@ def run(args: argparse.Namespace, prefix: str = ""):
         "seed": args.seed, "theta_star": theta_star.tolist(), "dim": int(theta_star.shape[0]),
         "covariates": "w_1 = 1, w_2..w_d ~ U[-1, 1]", "contamination": "y replaced by Bernoulli(1/2) with probability p_n",
         "prior": "N(0, 10^2 I)", "rate": f"p_n = n^-{args.rate_exponent}", "delta": f"1/({args.delta_factor} n)",
-        "proposal_scale": opt("proposal_scale"), "record_grid_per_axis": opt("grid_per_axis"), "box_centre": "MAP",
-        "sup_inf": "grid over (y, w) x the box's vertices, coordinate-wise golden-section refinement over w and theta",
+        "proposal_scale": opt("proposal_scale"), "record_grid_per_axis": grid_per_axis, "box_centre": "MAP",
+        "sup_inf": "grid over (y, w); the box searched along theta = MAP + t phi sign(w) from its two extreme vertices "
+                   "(log k is monotone in theta.w); coordinate golden section and projected Newton over w and t",
         "paper": "Figure 2b: contamination lowers eps_hat about 4x (values and theta* not printed)",
     }
-    return results, _figure(results)
+    return results
 
 
 def _figure(results):
@@ -184,7 +230,15 @@ if __name__ == "__main__":
 
 
 def headline(results: dict) -> list:
-    """The with/without-contamination ratio per n beside the paper's "about four" (Figure 2b)."""
+    """The with/without-contamination ratio per n beside the paper's "about four" (Figure 2b);
+    with several d, per d, then the rate fit's rows."""
+    if "by_dim" in results:
+        from . import _contamination_regression as common
+
+        rows = []
+        for d in results["dims"]:
+            rows.extend(headline(results["by_dim"][str(d)]))
+        return rows + [r for r in common.headline(results, "logistic") if "decay" in r["quantity"] or "extrapolated" in r["quantity"]]
     return [
         dict(quantity=f"logistic d = {results['settings']['dim']}, n = {n:,}: eps_hat without / with contamination",
              paper="~4" if i == 0 else None, dpjax=ratio,

@@ -7,6 +7,7 @@ Huber-contaminated likelihoods (:class:`ContaminationModel`).
 """
 from .base import Model
 from .contamination import ContaminationModel, logistic_regression_contamination, truncated_normal_mean_contamination
+from .contamination_regression import cauchy_regression_contamination, linear_regression_contamination
 from .gaussian_mean import gaussian_mean, gaussian_mean_dataset, gaussian_mean_posterior
 from .linear_regression import bayesian_linear_regression, linear_regression_posterior, regression_dataset
 from .logistic import logistic_regression, logistic_regression_dataset
@@ -19,6 +20,8 @@ __all__ = [
     "ContaminationModel",
     "truncated_normal_mean_contamination",
     "logistic_regression_contamination",
+    "linear_regression_contamination",
+    "cauchy_regression_contamination",
     "NumpyroModel",
     "bayesian_linear_regression",
     "logistic_regression",

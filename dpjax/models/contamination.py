@@ -115,6 +115,20 @@ class ContaminationModel:
     per component for a vector record, with ``record_levels`` giving, per component, either
     None (continuous in [low, high]) or the tuple of values a discrete component takes (a
     binary response, an intercept fixed at 1). All are optional for plain likelihood use.
+
+    Unbounded records (a regression's real response): ``record_low``/``record_high`` then
+    bound a *search* vector v, and ``record_transform(v)`` maps it to the record, e.g.
+    y = theta*.w + a tan(pi v_0 / 2) with v_0 in [-1, 1], whose ends map to |y| ~ 1e17, where
+    log d has reached its |y| -> infinity limit to float64 precision (the model's docstring
+    says what the limit is). ``record_grid_points``: per component, the grid size for that
+    continuous component (None: the caller's ``points_per_axis``).
+    ``covariates(record) -> w``: declares that f(x; theta) depends on theta only through
+    w.theta (a regression), which lets Algorithm 1 search the box A_n along the one-parameter
+    family theta = centre + t phi sign(w), t in [-1, 1], whose w.theta covers exactly the
+    range of w.theta over the box. ``theta_star``: the theta* a model is built around (when g
+    or the transform depends on it; the estimator checks that it is the one it is given).
+    ``bounded_without_contamination``: False when d(x; theta) is unbounded in x at p = 0
+    (e.g. a Gaussian response), so the uncontaminated eps is +inf.
     """
 
     log_f: LogF
@@ -128,6 +142,11 @@ class ContaminationModel:
     name: str = "contamination"
     log_f_normaliser: Callable[[jax.Array], jax.Array] | None = None
     record_levels: tuple | None = None
+    record_transform: Callable | None = None
+    record_grid_points: tuple | None = None
+    covariates: Callable | None = None
+    theta_star: tuple | None = None
+    bounded_without_contamination: bool = True
 
     def __post_init__(self):
         V.positive_int("dim", self.dim)
@@ -143,6 +162,8 @@ class ContaminationModel:
         levels = self._component_levels(low.shape[0])
         if len(levels) != low.shape[0]:
             raise ValueError(f"record_levels has {len(levels)} entries; it needs one per record component ({low.shape[0]})")
+        if self.record_grid_points is not None and len(self.record_grid_points) != low.shape[0]:
+            raise ValueError(f"record_grid_points has {len(self.record_grid_points)} entries; it needs one per record component ({low.shape[0]})")
         for k, (lo, hi, lev) in enumerate(zip(low, high, levels)):
             if lev is None and not lo < hi:
                 raise ValueError(f"record_low={lo} must be < record_high={hi} (record component {k})")
@@ -172,14 +193,20 @@ class ContaminationModel:
         low, high = np.asarray(self.record_low, float), np.asarray(self.record_high, float)
         levels = self._component_levels(low.shape[0])
         axes, step = [], np.zeros_like(low)
+        counts = self.record_grid_points or (None,) * low.shape[0]
         for k, lev in enumerate(levels):
             if lev is None:
-                axes.append(np.linspace(low[k], high[k], points_per_axis))
-                step[k] = (high[k] - low[k]) / (points_per_axis - 1)
+                points = points_per_axis if counts[k] is None else int(counts[k])
+                axes.append(np.linspace(low[k], high[k], points))
+                step[k] = (high[k] - low[k]) / (points - 1)
             else:
                 axes.append(np.asarray(lev, float))
         grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, low.shape[0])
         return grid, low, high, step
+
+    def to_record(self, v):
+        """The record a search vector v stands for (``record_transform``; identity without one)."""
+        return v if self.record_transform is None else self.record_transform(v)
 
     def log_normaliser(self, theta):
         """The theta-only part of log f (0 when the model has none)."""
@@ -389,5 +416,6 @@ def _logistic_regression_contamination(dim: int, prior_sd: float, bound: float) 
         record_low=(0.0, 1.0) + (-bound,) * (dim - 1),
         record_high=(1.0, 1.0) + (bound,) * (dim - 1),
         record_levels=((0.0, 1.0), (1.0,)) + (None,) * (dim - 1),
+        covariates=lambda record: record[1:],
         name=f"logistic_regression_d{dim}",
     )
