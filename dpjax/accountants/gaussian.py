@@ -173,7 +173,6 @@ def _log_a_minus_1_integrand(u, q, alpha):
     # (q < e^-600, e.g. q = 1e-290), so log1p terms are log-add-exps, not log x
     log_x_big = log_q + u
     x = jnp.where(big, jnp.exp(jnp.minimum(log_x_big, 700.0)), q * e)
-    log_x = jnp.where(big, log_x_big, log_q + jnp.log(jnp.where(u > 0, e, 1.0)))  # used where u > 0 only
     log1p_x = jnp.where(big, jnp.logaddexp(0.0, log_x_big), jnp.log1p(x))
     y = alpha * log1p_x
     log_1p_ax = jnp.where(big, jnp.logaddexp(0.0, jnp.log(alpha) + log_x_big), jnp.log1p(alpha * jnp.maximum(x, 0.0)))

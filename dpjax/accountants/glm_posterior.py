@@ -177,7 +177,6 @@ def calibrate_glm(epsilon: float, order: float, *, feature_norm: float = 1.0, pr
     lip = logistic_lipschitz(feature_norm)
     rho_d = diffuse_temperature(epsilon, order, lip, prior_precision)
     m_c = concentrated_prior_precision(epsilon, order, lip, prior_precision)
-    eps_dp = ops_pure_epsilon(epsilon, order, ops_conversion)
     rho_o = ops_temperature(epsilon, order, feature_norm, ops_radius, ops_conversion)
     lam = float(order)
     return GlmCalibration(

@@ -23,7 +23,6 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from ..samplers.batching import Cyclic, FullBatch, UniformWithReplacement

@@ -315,7 +315,7 @@ def figure(results: dict):
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3)
 
-    mean, sd = np.asarray(results["test_accuracy_mean"]), np.asarray(results["test_accuracy_sd"])
+    mean = np.asarray(results["test_accuracy_mean"])
     q = np.asarray(results["test_accuracy_quantiles"])
     ax2.fill_between(steps, q[:, 0], q[:, 2], color="C1", alpha=0.25, label="5%-95% of the chains")
     ax2.plot(steps, mean, "o-", color="C1", label="one released iterate (mean over chains)")

@@ -229,7 +229,7 @@ def figure(results: dict):
     from ..accountants import noisy_monte_carlo as nm
 
     fig = Figure(figsize=(15, 4.4))
-    m, sync, p = results["prop310"], results["prop37_synchronous"], results["parameters"]
+    m, p = results["prop310"], results["parameters"]
     ax = fig.add_subplot(1, 3, 1)
     lo = min(m["average_means"]) - 6 * m["scale"]
     hi = max(m["average_means"]) + 6 * m["scale"]

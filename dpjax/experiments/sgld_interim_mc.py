@@ -47,7 +47,6 @@ def eq7_coupled_setup(n: int, *, c: float, alpha: float, beta: float, x_high: fl
     ``step_size`` is given; ``init`` draws theta_0 from the prior N(0, 1/alpha).
     """
     import jax
-    import jax.numpy as jnp
 
     from .. import make_dataset, replace_one, samplers
     from ..models.linear_regression import bayesian_linear_regression
@@ -62,7 +61,9 @@ def eq7_coupled_setup(n: int, *, c: float, alpha: float, beta: float, x_high: fl
     prior_sd = 1.0 / math.sqrt(alpha)
 
     def prior_draw(key):
-        return jax.random.normal(key, (1,), dtype=jnp.float64) * prior_sd
+        # JAX's default float: float64 inside a float64 run, float32 in a float32 one (the
+        # runner casts to the run's dtype either way; asking for float64 there only warns)
+        return jax.random.normal(key, (1,)) * prior_sd
 
     return problem, model, pair, sampler, prior_draw
 

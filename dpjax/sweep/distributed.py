@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-import numpy as np
 
 ENV_COORDINATOR = "DPJAX_COORDINATOR"
 ENV_NUM_PROCESSES = "DPJAX_NUM_PROCESSES"
