@@ -205,11 +205,12 @@ def chernoff_log_mgf(pmf, k_lo, steps, step: float):
     return lambdas, jnp.stack(lm_pos), jnp.stack(lm_neg)
 
 
-def _compose_one(n: int, step: float, pessimistic: bool, pmf, inf_mass, k_lo, steps, k_hi_eff, start, lambdas, lm_pos, lm_neg):
+def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, start, lambdas, lm_pos, lm_neg):
     """Compose stages s = 1..S (PMF pmf[s] on grid k_lo[s] + j, repeated steps[s] times) into the
     window of n grid points from index ``start``. Chernoff data (lambdas, lm_pos, lm_neg) from
-    :func:`chernoff_log_mgf` bound the mass outside it. Returns (pmf_out (n,), inf_out, tau_up,
-    tau_lo, R)."""
+    :func:`chernoff_log_mgf` bound the mass outside it. Returns (pmf_out (n,) clipped at 0, the
+    exact mass at +inf, tau_up, tau_lo, R); :func:`pessimistic_infinity` and
+    :func:`remove_from_top` make the two sides from them."""
     fin = jnp.sum(pmf, axis=-1)
     tot = fin + inf_mass
     offset = jnp.sum(steps.astype(jnp.int64) * k_lo)
@@ -243,13 +244,22 @@ def _compose_one(n: int, step: float, pessimistic: bool, pmf, inf_mass, k_lo, st
 
     out = jnp.maximum(out, 0.0)
     inf_out = jnp.exp(jnp.sum(steps * jnp.log(tot))) * (-jnp.expm1(jnp.sum(steps * (jnp.log(fin) - jnp.log(tot)))))
-    if pessimistic:
-        inf_out = inf_out + tau_up + roundoff
-    else:
-        remove = tau_lo + roundoff
-        above = jnp.cumsum(out[::-1])[::-1] - out  # mass strictly above each point
-        out = out - jnp.clip(remove - above, 0.0, out)
-    return out, jnp.minimum(inf_out, 1.0), tau_up, tau_lo, roundoff
+    return out, inf_out, tau_up, tau_lo, roundoff
+
+
+def pessimistic_infinity(inf_out, tau_up, roundoff):
+    """Mass at +inf of the pessimistic composed PLD: the exact one plus what may lie above the
+    window (tau_up) plus the round-off bound (module docstring)."""
+    return jnp.minimum(inf_out + tau_up + roundoff, 1.0)
+
+
+def remove_from_top(pmf, mass):
+    """The optimistic composed PLD: ``mass`` (tau_lo + R) taken off the highest losses
+    (numpy, host side). For eps/delta queries alone, subtracting ``mass`` from delta is
+    equivalent and cheaper (every delta(eps) drops by at most the removed mass)."""
+    pmf = np.asarray(pmf, dtype=np.float64)
+    above = np.cumsum(pmf[..., ::-1], axis=-1)[..., ::-1] - pmf
+    return pmf - np.clip(np.asarray(mass)[..., None] - above, 0.0, pmf)
 
 
 EPS_BLOCK = 1024
@@ -269,7 +279,7 @@ def epsilon_blocked(pmf, start, inf_mass, step: float, target):
     s_blk = jnp.cumsum(blk_mass[::-1])[::-1]  # S at each block start
     h_blk = _suffix_decayed(blk_dec, math.exp(-b * step))  # H at each block start
     prof_blk = inf_mass + jnp.maximum(s_blk - h_blk, 0.0)  # delta(l_{b0})
-    ok = prof_blk <= target
+    ok = jnp.concatenate([prof_blk, inf_mass[None]]) <= target  # the end of the window: delta = inf
     first_ok = jnp.argmax(ok)
     any_ok = jnp.any(ok)
     # the crossing lies in block first_ok - 1 (or below the window if first_ok == 0)

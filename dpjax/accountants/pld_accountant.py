@@ -39,7 +39,7 @@ MECHANISMS = ("gaussian", "laplace")
 DEFAULT_INTERVAL = 1e-4  # dp_accounting's default value_discretization_interval
 DEFAULT_TAIL = 1e-15  # mass allowed outside the composed window (dp_accounting's default truncation)
 MAX_GRID = 2**24  # largest FFT length per configuration (128 MiB of float64)
-CHUNK_ELEMENTS = 2**23  # configurations x grid points computed at once (memory, not speed)
+CHUNK_ELEMENTS = 2**21  # configurations x grid points per call: fixed chunk shapes (one compilation per grid size)
 
 
 # --- bracket held by a PrivacyCurve ---------------------------------------------------------------
@@ -123,13 +123,13 @@ def _trim(pmf, start, inf, tail: float, pessimistic: bool):
     return out, np.asarray(start) + first, inf
 
 
-@functools.partial(jax.jit, static_argnames=("n", "step", "pessimistic"))
-def _compose_pair_batch(pmf, inf, k_lo, k_hi, n, step, pessimistic):
+@functools.partial(jax.jit, static_argnames=("n", "step"))
+def _compose_pair_batch(pmf, inf, k_lo, k_hi, n, step):
     steps = jnp.ones(2)
     dummy = jnp.ones(1)  # n covers the whole support (no wrap-around): no Chernoff bound needed
 
     def one(p, i, lo, hi):
-        out, inf_out, _, _, roundoff = _pld._compose_one(n, step, pessimistic, p, i, lo, steps, hi, jnp.sum(lo), dummy, dummy, dummy)
+        out, inf_out, _, _, roundoff = _pld._compose_one(n, step, p, i, lo, steps, hi, jnp.sum(lo), dummy, dummy, dummy)
         return out, inf_out, roundoff
 
     return jax.vmap(one)(pmf, inf, k_lo, k_hi)
@@ -156,9 +156,13 @@ def compose_plds(a: _pld.DiscretePLD, b: _pld.DiscretePLD, pessimistic: bool) ->
 
     pa, sa, ia, ha = prep(a)
     pb, sb, ib, hb = prep(b)
-    out, inf, _ = _compose_pair_batch(
+    out, inf, roundoff = (np.asarray(x) for x in _compose_pair_batch(
         np.stack([pa, pb], axis=1), np.stack([ia, ib], axis=1), np.stack([sa, sb], axis=1), np.stack([ha, hb], axis=1),
-        n=n, step=a.step, pessimistic=pessimistic)
+        n=n, step=a.step))
+    if pessimistic:
+        inf = np.minimum(inf + roundoff, 1.0)
+    else:
+        out = _pld.remove_from_top(out, roundoff)
     out, start, inf = _trim(np.asarray(out)[:, : la + lb - 1], sa + sb, np.asarray(inf), DEFAULT_TAIL, pessimistic)
     return _pld.DiscretePLD(out.reshape(shape + out.shape[-1:]), start.reshape(shape), inf.reshape(shape), a.step)
 
@@ -180,19 +184,43 @@ def _symmetrised_batch(sigma, q, k_top, length, step, base):
     return jax.vmap(jax.vmap(fn))(sigma, q)
 
 
+def _in_chunks(fn, arrays, chunk, **static):
+    """Apply a jitted ``fn`` to fixed-size chunks of the leading axis (the last one padded by
+    repetition, so every call has the same shapes: one compilation per shape, not per batch)."""
+    total = arrays[0].shape[0]
+    outs = []
+    for c0 in range(0, total, chunk):
+        part = np.arange(c0, min(c0 + chunk, total))
+        pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
+        res = fn(*(a[pad] for a in arrays), **static)
+        outs.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[: part.size], res))
+    return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *outs)
+
+
+def _chunk_for(length):
+    return int(max(1, min(64, CHUNK_ELEMENTS // _next_pow2(int(length)))))
+
+
+def _next_pow4(x: int) -> int:
+    k = max(0, int(math.ceil(math.log2(max(int(x), 1)))))
+    return 1 << (k + (k % 2))
+
+
 @functools.partial(jax.jit, static_argnames=("step",))
 def _chernoff_batch_step(pmf, k_lo, steps, step):
     return jax.vmap(lambda p, k, t: _pld.chernoff_log_mgf(p, k, t, step))(pmf, k_lo, steps)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "step", "pessimistic", "keep"))
-def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, delta, n, step, pessimistic, keep):
-    def one(p, i, lo, t, hi, st, lam, lp, ln):
-        out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, pessimistic, p, i, lo, t, hi, st, lam, lp, ln)
-        eps = _pld.epsilon_blocked(out, st, inf_out, step, delta)
+@functools.partial(jax.jit, static_argnames=("n", "step", "keep"))
+def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic, delta, n, step, keep):
+    def one(p, i, lo, t, hi, st, lam, lp, ln, pess):
+        out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln)
+        # optimistic: delta minus (tau_lo + R) is below the truth (see pld.remove_from_top)
+        inf_eff = jnp.where(pess, _pld.pessimistic_infinity(inf_out, tau_up, roundoff), inf_out - tau_lo - roundoff)
+        eps = _pld.epsilon_blocked(out, st, inf_eff, step, delta)
         return (out if keep else None), inf_out, tau_up, tau_lo, roundoff, eps
 
-    return jax.vmap(one)(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg)
+    return jax.vmap(one)(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic)
 
 
 @dataclasses.dataclass
@@ -201,7 +229,7 @@ class _Plan:
     sigma: np.ndarray  # (B, S)
     q: np.ndarray
     steps: np.ndarray  # (B, S) int
-    k_lo: np.ndarray  # (B, S)
+    k_lo: np.ndarray  # (B, S): one step's grid, from loss_range
     k_hi: np.ndarray
 
 
@@ -212,8 +240,7 @@ def _plan(kind, sigma, q, steps, step, tail):
         base = kind.split("_", 1)[1]
         _, hi_r = pld_pairs.loss_range(f"{base}_remove", sigma, q, per_step_tail)
         _, hi_a = pld_pairs.loss_range(f"{base}_add", sigma, q, per_step_tail)
-        hi = np.maximum(hi_r, hi_a)
-        k_hi = np.maximum(np.ceil(hi / step), 1).astype(np.int64)
+        k_hi = np.maximum(np.ceil(np.maximum(hi_r, hi_a) / step), 1).astype(np.int64)
         return _Plan(kind, sigma, q, steps, -k_hi, k_hi)
     lo, hi = pld_pairs.loss_range(kind, sigma, q, per_step_tail)
     k_lo = np.floor(lo / step).astype(np.int64)
@@ -241,7 +268,7 @@ def _window(lambdas, lm_pos, lm_neg, offset, top_support, length, step, tail):
 
 
 @_x64.float64
-def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID):
+def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, optimistic=True):
     """Compose each configuration (rows of the (B, S) arrays: S stages) for one pair kind.
     Returns dict of numpy arrays: eps_pess (B, D) and eps_opt (B, D) at ``deltas`` and, if
     ``keep``, the pessimistic and optimistic DiscretePLD (batch B)."""
@@ -254,11 +281,11 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID):
             f"value_discretization_interval={step:g} is too fine for noise_multiplier={float(np.min(sigma[worst])):.4g}: "
             f"one step's loss range needs {int(length_each[worst])} grid points (> {max_grid}); use a coarser interval")
     # one step's grid length is shared by the configurations of a chunk: group by its power of two
-    length_pow2 = np.array([_next_pow2(x) for x in length_each])
+    length_pow2 = np.array([_next_pow4(x) for x in length_each])  # powers of 4: few shapes to compile
     results = {}
     for length in np.unique(length_pow2):
         idx = np.flatnonzero(length_pow2 == length)
-        results.update(_run_group(plan, idx, int(length), step, tail, deltas, keep, max_grid))
+        results.update(_run_group(plan, idx, int(length), step, tail, deltas, keep, max_grid, optimistic))
     order = [results[i] for i in range(nconf)]
     out = {
         "eps_pess": np.stack([r["eps_pess"] for r in order]),
@@ -279,23 +306,27 @@ def _stack_plds(items, step):
     return _pld.DiscretePLD(pmf, np.array([p[1] for p in items], dtype=np.int64), np.array([p[2] for p in items]), step)
 
 
-def _run_group(plan, idx, length, step, tail, deltas, keep, max_grid):
+def _run_group(plan, idx, length, step, tail, deltas, keep, max_grid, optimistic=True):
     symmetrised = plan.kind.startswith("symmetrised_")
     sigma, q, steps = plan.sigma[idx], plan.q[idx], plan.steps[idx]
     if symmetrised:
         k_top = int(np.max(plan.k_hi[idx]))
         base = plan.kind.split("_", 1)[1]
         disc_len = max(length, 2 * k_top + 1)
-        pess, pess_inf, (opt_r, opt_a) = _symmetrised_batch(sigma, q, k_top=k_top, length=disc_len, step=step, base=base)
-        zeros = jnp.zeros(sigma.shape)
+        pess, pess_inf, (opt_r, opt_a) = _in_chunks(_symmetrised_batch, (sigma, q), _chunk_for(disc_len * sigma.shape[1]),
+                                                    k_top=k_top, length=disc_len, step=step, base=base)
+        zeros = np.zeros(sigma.shape)
         sets = [(pess, pess_inf, np.full(sigma.shape, -k_top, np.int64), True),
                 (opt_r, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False),
                 (opt_a, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False)]
     else:
         k_lo = np.minimum(plan.k_lo[idx], plan.k_hi[idx] - length + 1)  # grid of `length` points ending at or above k_hi
-        pess, pess_inf, opt, opt_inf = _discretise_batch(sigma, q, k_lo, kind=plan.kind, length=length, step=step)
+        pess, pess_inf, opt, opt_inf = _in_chunks(_discretise_batch, (sigma, q, k_lo), _chunk_for(length * sigma.shape[1]),
+                                                  kind=plan.kind, length=length, step=step)
         sets = [(pess, pess_inf, k_lo, True), (opt, opt_inf, k_lo, False)]
 
+    if not optimistic:
+        sets = [st for st in sets if st[3]]
     out = {int(i): {} for i in idx}
     opt_parts = []
     for pmf, inf, k_lo, pessimistic in sets:
@@ -308,7 +339,7 @@ def _run_group(plan, idx, length, step, tail, deltas, keep, max_grid):
         else:
             opt_parts.append(res)
     for j, i in enumerate(idx):
-        out[int(i)]["eps_opt"] = np.max([r["eps"][j] for r in opt_parts], axis=0)
+        out[int(i)]["eps_opt"] = np.max([r["eps"][j] for r in opt_parts], axis=0) if opt_parts else np.full(len(deltas), np.nan)
         if keep:
             out[int(i)]["opt"] = [r["pld"][j] for r in opt_parts]
     return out
@@ -319,7 +350,7 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
     FFT in chunks of configurations sharing an FFT length."""
     nconf, _, plen = pmf.shape
     stepsf = steps.astype(np.float64)
-    lambdas, lm_pos, lm_neg = (np.asarray(a) for a in _chernoff_batch_step(pmf, k_lo, stepsf, step=step))
+    lambdas, lm_pos, lm_neg = _in_chunks(_chernoff_batch_step, (pmf, k_lo, stepsf), _chunk_for(plen * pmf.shape[1]), step=step)
     offset = np.sum(steps * k_lo, axis=-1)
     k_hi = k_lo + plen - 1
     top_support = np.sum(steps * k_hi, axis=-1)
@@ -334,7 +365,7 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
     for n in np.unique(n_conf):
         sel = np.flatnonzero(n_conf == n)
         n = int(n)
-        chunk = max(1, min(_next_pow2(sel.size), _next_pow2(max(1, CHUNK_ELEMENTS // n))))
+        chunk = _chunk_for(n)
         for c0 in range(0, sel.size, chunk):
             part = sel[c0 : c0 + chunk]
             pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
@@ -342,7 +373,7 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
             for d_i, d in enumerate(deltas):
                 outs = _compose_batch(
                     pmf[pad], inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
-                    d, n=n, step=step, pessimistic=pessimistic, keep=keep and d_i == 0)
+                    np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0)
                 p_out, inf_out, tau_up, tau_lo, roundoff, eps = [None if o is None else np.asarray(o) for o in outs]
                 eps_cols.append(eps)
                 if d_i == 0:
@@ -355,7 +386,11 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
                 res["tau_up"][i] = tau_up[j]
                 res["roundoff"][i] = roundoff[j]
                 if keep:
-                    res["pld"][i] = _trim(p_out[j], start[i], inf_out[j], tail, pessimistic)
+                    if pessimistic:
+                        kept = (p_out[j], _pld.pessimistic_infinity(inf_out[j], tau_up[j], roundoff[j]))
+                    else:
+                        kept = (_pld.remove_from_top(p_out[j], tau_lo[j] + roundoff[j]), inf_out[j])
+                    res["pld"][i] = _trim(kept[0], start[i], np.asarray(kept[1]), tail, pessimistic)
     return res
 
 # --- public API -----------------------------------------------------------------------------------
@@ -549,10 +584,12 @@ def pld_epsilons(
     mechanism: str = "gaussian",
     value_discretization_interval: float = DEFAULT_INTERVAL,
     tail_mass: float = DEFAULT_TAIL,
+    optimistic: bool = True,
 ) -> tuple:
     """(pessimistic, optimistic) eps at ``delta`` (a scalar) for a batch of configurations,
     without keeping the PLDs (the fast path for many configurations: nothing but the answers
-    leaves the device)."""
+    leaves the device). ``optimistic=False`` skips the optimistic side (NaN there), halving
+    the work when only the bound is wanted."""
     adjacency, sampling = _normalise_options(adjacency, sampling, mechanism)
     sigma, q, t, h, tail = _validate_common(noise_multiplier, sampling_rate, steps, value_discretization_interval, tail_mass)
     d = np.asarray(delta, dtype=np.float64)
@@ -563,7 +600,7 @@ def pld_epsilons(
     kinds, _ = _kinds(adjacency, sampling, mechanism, bool(np.any(q_b < 1)))
     pess = opt = None
     for kind in kinds:
-        res = _run(kind, sigma_b, q_b, t_b, h, tail, deltas=np.array([float(d)]), keep=False)
+        res = _run(kind, sigma_b, q_b, t_b, h, tail, deltas=np.array([float(d)]), keep=False, optimistic=optimistic)
         p, o = res["eps_pess"][:, 0], res["eps_opt"][:, 0]
         pess = p if pess is None else np.maximum(pess, p)
         opt = o if opt is None else np.maximum(opt, o)

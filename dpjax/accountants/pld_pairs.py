@@ -79,25 +79,40 @@ def _gaussian_remove_inverse(l, sigma, q):
     return sigma**2 * log_ratio + 0.5
 
 
+def _normal_tails(a):
+    """(log P(Z > a), log P(Z <= a)) for Z ~ N(0, 1) with one log_ndtr: the smaller tail
+    directly, the larger as log(1 - smaller) (accurate since the smaller is <= 1/2)."""
+    small = log_ndtr(-jnp.abs(a))
+    large = jnp.log1p(-jnp.exp(small))
+    return jnp.where(a >= 0, small, large), jnp.where(a >= 0, large, small)
+
+
 def _gaussian_mixture_tails(x, sigma, q, shift):
     """(log P(X > x), log P(X <= x)) for X ~ (1-q) N(0, s^2) + q N(shift, s^2)."""
     log_a, log_q = jnp.log1p(-q), jnp.log(q)
-    sf = _log_mix(log_a, log_ndtr(-x / sigma), log_q, log_ndtr((shift - x) / sigma))
-    cdf = _log_mix(log_a, log_ndtr(x / sigma), log_q, log_ndtr((x - shift) / sigma))
-    return sf, cdf
+    sf0, cdf0 = _normal_tails(x / sigma)
+    sf1, cdf1 = _normal_tails((x - shift) / sigma)
+    return _log_mix(log_a, sf0, log_q, sf1), _log_mix(log_a, cdf0, log_q, cdf1)
+
+
+def _gaussian_remove_both(x, sigma, q):
+    """The mixture's and N(0, s^2)'s tails at x, sharing the N(0, s^2) component's log_ndtr."""
+    log_a, log_q = jnp.log1p(-q), jnp.log(q)
+    sf0, cdf0 = _normal_tails(x / sigma)
+    sf1, cdf1 = _normal_tails((x - 1.0) / sigma)
+    return _log_mix(log_a, sf0, log_q, sf1), _log_mix(log_a, cdf0, log_q, cdf1), sf0, cdf0
 
 
 def gaussian_remove_tails(l, sigma, q):
     x = _gaussian_remove_inverse(l, sigma, q)
-    p_sf, p_cdf = _gaussian_mixture_tails(x, sigma, q, 1.0)
-    return p_sf, p_cdf, log_ndtr(-x / sigma), log_ndtr(x / sigma)
+    return _gaussian_remove_both(x, sigma, q)
 
 
 def gaussian_add_tails(l, sigma, q):
     # L_add(x) = -L_remove(x) is decreasing in x: L_add > l  <=>  x < x_remove(-l)
     x = _gaussian_remove_inverse(-l, sigma, q)
-    q_sf, q_cdf = _gaussian_mixture_tails(x, sigma, q, 1.0)
-    return log_ndtr(x / sigma), log_ndtr(-x / sigma), q_cdf, q_sf
+    q_sf, q_cdf, p_sf0, p_cdf0 = _gaussian_remove_both(x, sigma, q)
+    return p_cdf0, p_sf0, q_cdf, q_sf
 
 
 def _gaussian_replace_inverse(l, sigma, q):
