@@ -113,6 +113,17 @@ def _suffix_decayed(c, decay):
     return y
 
 
+def _suffix_decayed_scan(c, decay):
+    """As :func:`_suffix_decayed` for a 1-D ``c``, by a sequential scan (cheaper to compile)."""
+
+    def body(carry, x):
+        y = x + decay * carry
+        return y, y
+
+    _, y = jax.lax.scan(body, jnp.zeros((), c.dtype), c[::-1])
+    return y[::-1]
+
+
 def profile_on_grid(pmf, inf_mass, step: float):
     """delta at every grid point l_k of the window: delta_k = inf + D_k with
     D_k = sum_{i>k} p_i (1 - e^{-(i-k)h}) from D_k = e^{-h} D_{k+1} + (1 - e^{-h}) S_{k+1}
@@ -277,7 +288,7 @@ def epsilon_blocked(pmf, start, inf_mass, step: float, target):
     blk_mass = jnp.sum(blocks, axis=-1)
     blk_dec = blocks @ decay_in  # sum_i p_i e^{-(i - b0) h} within each block
     s_blk = jnp.cumsum(blk_mass[::-1])[::-1]  # S at each block start
-    h_blk = _suffix_decayed(blk_dec, math.exp(-b * step))  # H at each block start
+    h_blk = _suffix_decayed_scan(blk_dec, math.exp(-b * step))  # H at each block start
     prof_blk = inf_mass + jnp.maximum(s_blk - h_blk, 0.0)  # delta(l_{b0})
     ok = jnp.concatenate([prof_blk, inf_mass[None]]) <= target  # the end of the window: delta = inf
     first_ok = jnp.argmax(ok)
@@ -293,7 +304,7 @@ def epsilon_blocked(pmf, start, inf_mass, step: float, target):
     s_in_next = jnp.concatenate([s_in[1:], s_next[None]])
     c = -math.expm1(-step) * s_in_next
     c = c.at[-1].add(math.exp(-step) * d_next)
-    d_in = _suffix_decayed(c, math.exp(-step))
+    d_in = _suffix_decayed_scan(c, math.exp(-step))
     prof_in = inf_mass + d_in
     prof_next = inf_mass + d_next
     ok_in = prof_in <= target
@@ -372,28 +383,66 @@ class DiscretePLD:
     def batch_shape(self) -> tuple:
         return tuple(np.shape(self.infinity_mass))
 
-    @_x64.float64
     def delta(self, epsilon) -> np.ndarray:
         """delta(eps) for each configuration; ``epsilon`` broadcasts against the batch."""
         eps = np.asarray(epsilon, dtype=np.float64)
+        prof, s, h0 = _profile_np(self.pmf, self.infinity_mass, self.step)
         shape = np.broadcast_shapes(eps.shape, self.batch_shape)
-        pmf = np.broadcast_to(self.pmf, shape + self.pmf.shape[-1:]).reshape(-1, self.pmf.shape[-1])
-        st = np.broadcast_to(self.start, shape).reshape(-1)
-        inf = np.broadcast_to(self.infinity_mass, shape).reshape(-1)
-        e = np.broadcast_to(eps, shape).reshape(-1)
-        out = _delta_batch(pmf, st, inf, e, self.step)
-        return np.asarray(out).reshape(shape)
+        n = self.pmf.shape[-1]
+        e = np.broadcast_to(eps, shape)
+        start = np.broadcast_to(self.start, shape)
+        prof = np.broadcast_to(prof, shape + (n,))
+        pos = e / self.step - start
+        k = np.floor(pos).astype(np.int64)
+        kc = np.clip(k, 0, max(n - 2, 0))
+        t_frac = np.clip(np.expm1(e - (start + kc) * self.step) / math.expm1(self.step), 0.0, 1.0)
+        p_k = np.take_along_axis(prof, kc[..., None], axis=-1)[..., 0]
+        p_k1 = np.take_along_axis(prof, np.minimum(kc + 1, n - 1)[..., None], axis=-1)[..., 0]
+        inside = p_k + (p_k1 - p_k) * t_frac
+        inf = np.broadcast_to(self.infinity_mass, shape)
+        with np.errstate(over="ignore"):
+            below = inf + np.broadcast_to(s[..., 0], shape) - np.exp(np.minimum(e - start * self.step, 700.0)) * np.broadcast_to(h0, shape)
+        out = np.where(k < 0, below, np.where(k >= n - 1, inf, inside))
+        return np.clip(out, 0.0, 1.0)
 
-    @_x64.float64
     def epsilon(self, delta) -> np.ndarray:
+        """Smallest eps >= 0 with delta(eps) <= ``delta``, exact for this discrete PLD (the
+        profile is linear in e^eps between grid points)."""
         d = np.asarray(delta, dtype=np.float64)
+        prof, s, h0 = _profile_np(self.pmf, self.infinity_mass, self.step)
         shape = np.broadcast_shapes(d.shape, self.batch_shape)
-        pmf = np.broadcast_to(self.pmf, shape + self.pmf.shape[-1:]).reshape(-1, self.pmf.shape[-1])
-        st = np.broadcast_to(self.start, shape).reshape(-1)
-        inf = np.broadcast_to(self.infinity_mass, shape).reshape(-1)
-        dd = np.broadcast_to(d, shape).reshape(-1)
-        out = _epsilon_batch(pmf, st, inf, dd, self.step)
-        return np.asarray(out).reshape(shape)
+        n = self.pmf.shape[-1]
+        dd = np.broadcast_to(d, shape)
+        prof = np.broadcast_to(prof, shape + (n,))
+        start = np.broadcast_to(self.start, shape)
+        inf = np.broadcast_to(self.infinity_mass, shape)
+        ok = prof <= dd[..., None]
+        kk = np.argmax(ok, axis=-1)
+        prev = np.take_along_axis(prof, np.maximum(kk - 1, 0)[..., None], axis=-1)[..., 0]
+        cur = np.take_along_axis(prof, kk[..., None], axis=-1)[..., 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.clip((prev - dd) / np.maximum(prev - cur, 1e-300), 0.0, 1.0)
+            eps_in = (start + kk - 1) * self.step + np.log1p(frac * math.expm1(self.step))
+            arg = (inf + np.broadcast_to(s[..., 0], shape) - dd) / np.broadcast_to(h0, shape)
+            eps_below = start * self.step + np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)), -np.inf)
+        eps = np.where(kk == 0, eps_below, eps_in)
+        eps = np.where(np.any(ok, axis=-1) & (inf <= dd), eps, np.inf)
+        return np.maximum(eps, 0.0)
+
+
+def _profile_np(pmf, inf_mass, step):
+    """(delta at every grid point, suffix sums S, H_0 = sum_i p_i e^{-i h}) in numpy: the
+    positive recurrence of :func:`profile_on_grid` as an IIR filter (scipy.signal.lfilter)."""
+    from scipy import signal
+
+    pmf = np.asarray(pmf, dtype=np.float64)
+    s = np.cumsum(pmf[..., ::-1], axis=-1)[..., ::-1]
+    s_next = np.concatenate([s[..., 1:], np.zeros_like(s[..., :1])], axis=-1)
+    c = -math.expm1(-step) * s_next
+    d = signal.lfilter([1.0], [1.0, -math.exp(-step)], c[..., ::-1], axis=-1)[..., ::-1]
+    with np.errstate(under="ignore"):
+        h0 = pmf @ np.exp(-np.arange(pmf.shape[-1]) * step)
+    return np.asarray(inf_mass)[..., None] + d, s, h0
 
 
 @functools.partial(jax.jit, static_argnames=("step",))

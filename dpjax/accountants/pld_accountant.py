@@ -217,7 +217,7 @@ def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, 
         out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln)
         # optimistic: delta minus (tau_lo + R) is below the truth (see pld.remove_from_top)
         inf_eff = jnp.where(pess, _pld.pessimistic_infinity(inf_out, tau_up, roundoff), inf_out - tau_lo - roundoff)
-        eps = _pld.epsilon_blocked(out, st, inf_eff, step, delta)
+        eps = jnp.zeros(()) if keep else _pld.epsilon_blocked(out, st, inf_eff, step, delta)
         return (out if keep else None), inf_out, tau_up, tau_lo, roundoff, eps
 
     return jax.vmap(one)(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic)
