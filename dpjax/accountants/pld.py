@@ -44,13 +44,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _x64
 from . import pld_pairs
 
 UNIT_ROUNDOFF = 2.0**-53
