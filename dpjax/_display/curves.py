@@ -18,6 +18,8 @@ def curve_summary(curve, deltas: Sequence[float] = DELTAS, width: int = WIDTH) -
     head = f"PrivacyCurve ({prov.mode}): {prov.result}" + (f"; releases {prov.released}" if prov.released else "")
     lines = [wrap_text(head, width, indent="  ", first="")]
     batch = curve.rdp.shape[:-1] if curve.has_rdp else (curve.deltas.shape[:-1] if curve.has_profile else ())
+    if getattr(curve, "has_pld", False) and not curve.has_rdp and not curve.has_profile:
+        batch = tuple(curve.pld.batch_shape)
     if batch:
         lines.append(f"  a batch of {int(np.prod(batch))} curves, shape {tuple(batch)}")
     cells = []
@@ -37,6 +39,10 @@ def curve_summary(curve, deltas: Sequence[float] = DELTAS, width: int = WIDTH) -
         held.append(f"RDP at {curve.orders.size} orders in [{fmt(curve.orders.min())}, {fmt(curve.orders.max())}]")
     if curve.has_profile:
         held.append(f"a delta(eps) profile on {curve.epsilons.size} eps in [{fmt(curve.epsilons.min())}, {fmt(curve.epsilons.max())}]")
+    if getattr(curve, "has_pld", False):
+        pess = curve.pld.pessimistic[0]
+        held.append(f"privacy-loss distributions on a grid of step {fmt(pess.step)} ({len(curve.pld.pessimistic)} "
+                    f"direction(s); pessimistic, .optimistic() for the lower side)")
     lines.append("  holds " + " and ".join(held) if held else "  holds nothing (no RDP values, no profile)")
     if prov.assumptions:
         lines.append(wrap_text("assumes: " + "; ".join(prov.assumptions), width, indent="    ", first="  "))

@@ -10,6 +10,8 @@ from .conversions import (
 from .curve import PrivacyCurve, Provenance
 from .gaussian import gaussian_rdp, subsampled_gaussian_rdp
 from .noisy_sgd import DEFAULT_ORDERS, langevin_noise_multiplier, noisy_sgd_curve
+from .pld import DiscretePLD
+from .pld_accountant import PLDBracket, pld_curve, pld_epsilons, pld_sequence_curve
 
 __all__ = [
     "PrivacyCurve",
@@ -25,6 +27,11 @@ __all__ = [
     "DEFAULT_ORDERS",
     "langevin_noise_multiplier",
     "noisy_sgd_curve",
+    "DiscretePLD",
+    "PLDBracket",
+    "pld_curve",
+    "pld_epsilons",
+    "pld_sequence_curve",
 ]
 
 # Theorem-by-theorem accountants live in their own modules (one concept each); import them

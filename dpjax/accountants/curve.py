@@ -63,6 +63,7 @@ class PrivacyCurve:
     rdp: Optional[np.ndarray] = None
     epsilons: Optional[np.ndarray] = None
     deltas: Optional[np.ndarray] = None
+    pld: Optional[object] = None  # a pld_accountant.PLDBracket (pessimistic and optimistic PLDs)
     provenance: Provenance = dataclasses.field(default=Provenance("unspecified"), metadata=dict(static=True))
 
     # --- construction -------------------------------------------------------------------
@@ -87,6 +88,26 @@ class PrivacyCurve:
         return cls(epsilons=eps, deltas=dl, provenance=provenance)
 
     @classmethod
+    def from_pld(cls, bracket, provenance: Provenance) -> "PrivacyCurve":
+        """A curve backed by privacy-loss distributions (:func:`dpjax.accountants.pld_curve`):
+        ``epsilon``/``delta`` are the pessimistic values, :meth:`optimistic` the companion."""
+        from .pld_accountant import PLDBracket
+
+        if not isinstance(bracket, PLDBracket):
+            raise TypeError(f"bracket must be a PLDBracket; got {type(bracket).__name__}")
+        return cls(pld=bracket, provenance=provenance)
+
+    def optimistic(self) -> "PrivacyCurve":
+        """The PLD curve's optimistic companion: never above the true eps/delta of the
+        dominating pair (so it is not a bound); with :meth:`epsilon` it brackets the truth."""
+        if not self.has_pld:
+            raise ValueError("only PLD curves (pld_curve) have an optimistic companion")
+        bracket = self.pld
+        flipped = type(bracket)(bracket.optimistic, bracket.optimistic, bracket.adjacency, bracket.step)
+        prov = dataclasses.replace(self.provenance, result=f"optimistic companion of [{self.provenance.result}]", mode="estimate")
+        return PrivacyCurve(pld=flipped, provenance=prov)
+
+    @classmethod
     def from_zcdp(cls, rho, orders, provenance: Provenance) -> "PrivacyCurve":
         """The RDP curve rho * a of rho-zCDP (Bun & Steinke 2016) at ``orders``."""
         return cls.from_rdp(orders, conversions.zcdp_rdp(rho, orders), provenance)
@@ -104,7 +125,7 @@ class PrivacyCurve:
 
     def _delta_on_grid(self, eps, conversion):
         # delta() broadcasts its argument against the batch axes; a grid needs its own axis
-        batch = self.rdp.shape[:-1] if self.has_rdp else self.deltas.shape[:-1]
+        batch = self.rdp.shape[:-1] if self.has_rdp else (self.deltas.shape[:-1] if self.has_profile else self.pld.batch_shape)
         out = np.stack([self.delta(np.full(batch, e), conversion) for e in eps], axis=-1)
         return out
 
@@ -115,6 +136,10 @@ class PrivacyCurve:
     @property
     def has_profile(self) -> bool:
         return self.deltas is not None
+
+    @property
+    def has_pld(self) -> bool:
+        return self.pld is not None
 
     # --- queries ------------------------------------------------------------------------
     @_validate.arguments(delta="numbers")
@@ -133,6 +158,8 @@ class PrivacyCurve:
             idx = np.argmax(ok, axis=-1)
             eps = np.where(np.any(ok, axis=-1), self.epsilons[idx], np.inf)
             candidates.append(eps)
+        if self.has_pld:
+            candidates.append(self.pld.epsilon(conversions._check_delta(delta)))
         if not candidates:
             raise ValueError("this curve has neither RDP values nor a profile")
         return np.minimum.reduce(np.broadcast_arrays(*candidates))
@@ -156,6 +183,11 @@ class PrivacyCurve:
             ii = np.broadcast_to(np.clip(idx, 0, None), shape)[..., None]
             vals = np.take_along_axis(rm, ii, axis=-1)[..., 0]
             candidates.append(np.where(idx >= 0, vals, 1.0))
+        if self.has_pld:
+            e = np.asarray(epsilon, dtype=np.float64)
+            if np.any(np.isnan(e)) or np.any(e < 0):
+                raise ValueError(f"epsilon={epsilon!r} violates epsilon >= 0")
+            candidates.append(self.pld.delta(e))
         if not candidates:
             raise ValueError("this curve has neither RDP values nor a profile")
         return np.minimum.reduce(np.broadcast_arrays(*candidates))
@@ -230,7 +262,15 @@ class PrivacyCurve:
 
     # --- composition --------------------------------------------------------------------
     def compose(self, other: "PrivacyCurve", provenance: Optional[Provenance] = None) -> "PrivacyCurve":
-        """Adaptive composition: RDP values add at each order (orders must match)."""
+        """Adaptive composition: RDP values add at each order (orders must match); PLD curves
+        compose by convolving their privacy-loss distributions (FFT)."""
+        if self.has_pld and other.has_pld:
+            prov = provenance or Provenance(
+                result=f"composition of [{self.provenance.result}] and [{other.provenance.result}] (PLD convolution)",
+                mode=self.provenance.mode if self.provenance.mode == other.provenance.mode else "bound",
+                assumptions=tuple(dict.fromkeys(self.provenance.assumptions + other.provenance.assumptions)),
+            )
+            return PrivacyCurve(pld=self.pld.compose(other.pld), provenance=prov)
         if not (self.has_rdp and other.has_rdp):
             raise ValueError("composition needs RDP values on both curves (profiles do not compose by addition)")
         if self.orders.shape != other.orders.shape or not np.allclose(self.orders, other.orders, rtol=0, atol=1e-12):
@@ -246,6 +286,11 @@ class PrivacyCurve:
         """``times``-fold composition with itself (RDP multiplied by ``times``)."""
         if isinstance(times, bool) or not isinstance(times, (int, np.integer)) or times < 1:
             raise ValueError(f"times={times!r} violates times a positive integer")
+        if self.has_pld and not self.has_rdp:
+            out = self
+            for _ in range(times - 1):  # PLD: repeated convolution (pld_curve(steps=T) is faster)
+                out = out.compose(self)
+            return dataclasses.replace(out, provenance=dataclasses.replace(self.provenance, result=f"{times}-fold composition of [{self.provenance.result}]"))
         if not self.has_rdp:
             raise ValueError("self_compose needs RDP values")
         prov = dataclasses.replace(self.provenance, result=f"{times}-fold composition of [{self.provenance.result}]")
@@ -271,7 +316,7 @@ class PrivacyCurve:
         return _display.save_figure(self.figure(deltas), path)
 
     def __repr__(self) -> str:
-        if isinstance(self.rdp, np.ndarray) or isinstance(self.deltas, np.ndarray):
+        if isinstance(self.rdp, np.ndarray) or isinstance(self.deltas, np.ndarray) or self.has_pld:
             try:
                 return self.summary()
             except Exception:  # noqa: BLE001 - a repr must not raise; fall back to the outline below
@@ -281,4 +326,6 @@ class PrivacyCurve:
             what.append(f"{self.orders.size} orders")
         if self.has_profile:
             what.append(f"profile on {self.epsilons.size} eps")
+        if self.has_pld:
+            what.append("privacy-loss distributions")
         return f"PrivacyCurve({', '.join(what)}; {self.provenance.describe()})"

@@ -30,6 +30,7 @@ for add/remove adjacency only.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -39,6 +40,8 @@ from .curve import PrivacyCurve, Provenance
 from .gaussian import subsampled_gaussian_rdp
 
 ADJACENCIES = ("add_remove", "replace_one")
+_ADJACENCY_SPELLINGS = {"add_remove": "add_remove", "add-remove": "add_remove", "replace_one": "replace_one", "replace-one": "replace_one"}
+ACCOUNTANTS = ("rdp", "pld")
 
 # dp_accounting's default orders (RdpAccountant): fine fractional grid, integers, powers of two.
 DEFAULT_ORDERS = np.array(
@@ -63,6 +66,7 @@ def langevin_noise_multiplier(
     beta = _validate.positive("inverse_temperature", inverse_temperature)
     c = _validate.positive("clip_norm", clip_norm)
     g = _validate.positive("gradient_scale", gradient_scale)
+    adjacency = _ADJACENCY_SPELLINGS.get(adjacency, adjacency) if isinstance(adjacency, str) else adjacency
     _validate.one_of("adjacency", adjacency, ADJACENCIES)
     multiplicity = 1.0 if adjacency == "add_remove" else 2.0
     return math.sqrt(2.0 * gamma / beta) / (gamma * g * c * multiplicity)
@@ -75,6 +79,8 @@ def noisy_sgd_curve(
     sampling_rate=1.0,
     orders=None,
     adjacency: str = "add_remove",
+    accountant: str = "rdp",
+    **pld_options,
 ) -> PrivacyCurve:
     """RDP curve of ``num_steps`` noisy-SGD steps (every iterate released).
 
@@ -82,10 +88,29 @@ def noisy_sgd_curve(
     :func:`langevin_noise_multiplier` for a Langevin sampler). ``sampling_rate``: Poisson
     sampling probability q (1.0 = full batch). ``noise_multiplier`` and ``sampling_rate``
     broadcast, giving a curve with those batch axes. Full batch allows either adjacency (the
-    noise multiplier must then be computed for it); q < 1 requires add/remove.
+    noise multiplier must then be computed for it); q < 1 requires add/remove with the RDP
+    accountant.
+
+    ``accountant="pld"`` uses the privacy-loss-distribution accountant instead
+    (:func:`dpjax.accountants.pld_curve`, Poisson sampling; ``pld_options`` such as
+    ``value_discretization_interval`` pass through): tight up to a stated discretisation error,
+    and it also covers replace-one adjacency with q < 1. The default stays "rdp".
     """
     steps = _validate.positive_int("num_steps", num_steps)
+    if isinstance(adjacency, str):
+        adjacency = _ADJACENCY_SPELLINGS.get(adjacency, adjacency)
     _validate.one_of("adjacency", adjacency, ADJACENCIES)
+    _validate.one_of("accountant", accountant, ACCOUNTANTS)
+    if accountant == "pld":
+        from .pld_accountant import pld_curve
+
+        if orders is not None:
+            raise ValueError("orders applies to accountant='rdp' only")
+        curve = pld_curve(noise_multiplier, sampling_rate, steps, adjacency=adjacency, sampling="poisson", **pld_options)
+        prov = dataclasses.replace(curve.provenance, released="path (every iterate; the last iterate by post-processing)")
+        return dataclasses.replace(curve, provenance=prov)
+    if pld_options:
+        raise TypeError(f"noisy_sgd_curve() got options {sorted(pld_options)} that only accountant='pld' takes")
     orders = DEFAULT_ORDERS if orders is None else np.asarray(orders, dtype=np.float64)
     q = np.asarray(sampling_rate, dtype=np.float64)
     sigma = np.asarray(noise_multiplier, dtype=np.float64)

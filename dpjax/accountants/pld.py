@@ -1,0 +1,455 @@
+"""Privacy-loss distributions on a grid: discretisation, FFT composition, queries.
+
+A (discrete) privacy-loss distribution (PLD) is a measure omega on the grid {k h} plus a mass
+at +inf; its privacy profile is
+
+    delta(eps) = omega(+inf) + sum_k omega_k (1 - exp(eps - k h))_+     (Meiser & Mohammadi 2018;
+                                                                          Sommer et al. 2019)
+
+and the PLD of a composition is the convolution of the PLDs (product pairs), computed here by
+FFT. Every step below moves mass only in the direction that keeps the result on its side:
+
+Pessimistic (never below the true delta of the dominating pair):
+* one step is discretised by "connect the dots" (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi
+  2022, Section 3): the mass of L in a grid cell (l_k, l_{k+1}] is split between its two ends
+  so that both the P-mass and the Q-mass E_P[e^{-L}] are kept; the resulting delta(eps) is the
+  chord of the true (convex in e^eps) profile between grid points, so it is above it, and the
+  discrete pair is a genuine pair that dominates the true one, hence also under composition.
+  Mass of L below the grid is moved up to the lowest point, mass above it goes to +inf.
+* composition is a circular convolution (FFT of length N) of which a window of N grid points
+  [A h, (A + N - 1) h] is kept; mass outside the window wraps around. Chernoff bounds on the
+  composed measure (its moment generating function at a few orders, exactly from the
+  discretised PMFs) bound the mass above the window by tau_up and below it by tau_lo.
+* FFT round-off is bounded componentwise: a radix-2 FFT of x has error <= gamma_N ||x||_1 in
+  every output (Higham 2002, "Accuracy and stability of numerical algorithms", Section 24.1:
+  each output is a sum over log2(N) butterfly levels, each with relative error <= eta; we take
+  eta = 10 u, u = 2^-53, a safety factor of about 2 on Higham's constant), propagated through
+  the powers z^T and the inverse FFT to a bound R on the l1 error of the composed PMF.
+* the computed PMF p is clipped at 0 and tau_up + R is added to the mass at +inf (never
+  removed anywhere): every upper set {L > l} then has at least as much mass as in the exact
+  composition with the wrapped-around lower tail moved up into the window, which dominates
+  the exact composition (delta is monotone in the upper-set masses). This is the "accounted
+  clipped mass" of the issue; tests/test_pld.py checks R against exact convolutions.
+
+Optimistic (never above the true delta): each cell's mass is rounded down to its lower end,
+the mass above the grid goes to its top point and the mass below it is dropped; after the FFT
+tau_lo + R is removed from the top of the window. The gap between the two is the
+discretisation error that :meth:`PLDBracket.epsilon` reports.
+
+Units: losses are in nats; ``step`` is the grid interval h (dp_accounting's
+``value_discretization_interval``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import pld_pairs
+
+UNIT_ROUNDOFF = 2.0**-53
+FFT_ETA = 10.0 * UNIT_ROUNDOFF  # relative error per butterfly level (see the module docstring)
+
+
+def fft_error_constant(n: int) -> float:
+    """gamma_N: componentwise error of a length-n FFT per unit l1 norm of its input."""
+    return math.expm1(math.ceil(math.log2(max(n, 2))) * math.log1p(FFT_ETA)) * (1 + 1e-6)
+
+
+# --- one step: discretisation --------------------------------------------------------------------
+def _log_diff(log_hi, log_lo):
+    """log(e^hi - e^lo) for hi >= lo (-inf where equal or both -inf)."""
+    d = jnp.where(jnp.isfinite(log_lo), log_lo - log_hi, -jnp.inf)
+    d = jnp.minimum(d, 0.0)
+    out = log_hi + jnp.log(-jnp.expm1(jnp.where(d < 0, d, -1.0)))
+    return jnp.where((d < 0) & jnp.isfinite(log_hi), out, -jnp.inf)
+
+
+def _cell_log_masses(log_sf, log_cdf):
+    """log of the mass in each cell (l_k, l_{k+1}], from the tails at the grid points, taking
+    the difference of whichever tail is smaller (no cancellation against 1)."""
+    upper = log_sf[:-1] < math.log(0.5)
+    from_sf = _log_diff(log_sf[:-1], log_sf[1:])
+    from_cdf = _log_diff(log_cdf[1:], log_cdf[:-1])
+    return jnp.where(upper, from_sf, from_cdf)
+
+
+def _discretise_one(kind: str, length: int, step: float, sigma, q, k_lo):
+    """Pessimistic (connect-the-dots) and optimistic (rounded down) PMFs of one step on the grid
+    (k_lo + j) * step, j < length. Returns (pess, pess_inf, opt, opt_inf)."""
+    tails = pld_pairs.TAILS[kind]
+    losses = (k_lo + jnp.arange(length)) * step
+    p_sf, p_cdf, q_sf, q_cdf = tails(losses, sigma, q)
+    log_p_cell = _cell_log_masses(p_sf, p_cdf)
+    log_q_cell = _cell_log_masses(q_sf, q_cdf)
+    p_cell = jnp.exp(log_p_cell)
+    # Split of a cell's P-mass keeping its Q-mass: the share a at the lower end solves
+    # a e^{-l_k} + (1-a) e^{-l_{k+1}} = Q(cell)/P(cell), i.e. a = expm1(log(Q/P) + l_{k+1}) / expm1(h).
+    ratio = jnp.where(jnp.isfinite(log_p_cell), log_q_cell - log_p_cell + losses[1:], 0.0)
+    share_low = jnp.clip(jnp.expm1(jnp.clip(ratio, 0.0, step)) / math.expm1(step), 0.0, 1.0)
+    pess = jnp.zeros(length).at[:-1].add(share_low * p_cell).at[1:].add((1.0 - share_low) * p_cell)
+    pess = pess.at[0].add(jnp.exp(p_cdf[0]))  # mass below the grid, moved up to its lowest point
+    pess_inf = jnp.exp(p_sf[-1])  # mass above the grid -> +inf
+    opt = jnp.zeros(length).at[:-1].add(p_cell).at[-1].add(jnp.exp(p_sf[-1]))  # rounded down
+    return pess, pess_inf, opt, jnp.zeros(())
+
+
+def _suffix_decayed(c, decay):
+    """y_k = sum_{i >= k} c_i decay^(i - k), by an associative scan (no overflow for any length)."""
+
+    def combine(acc, cur):  # maps x -> b + a x; cur applied after acc (acc holds higher indices)
+        a1, b1 = acc
+        a2, b2 = cur
+        return a1 * a2, b2 + a2 * b1
+
+    a = jnp.full_like(c, decay)
+    _, y = jax.lax.associative_scan(combine, (a, c), reverse=True, axis=c.ndim - 1)
+    return y
+
+
+def _suffix_decayed_scan(c, decay):
+    """As :func:`_suffix_decayed` for a 1-D ``c``, by a sequential scan (cheaper to compile)."""
+
+    def body(carry, x):
+        y = x + decay * carry
+        return y, y
+
+    _, y = jax.lax.scan(body, jnp.zeros((), c.dtype), c[::-1])
+    return y[::-1]
+
+
+def profile_on_grid(pmf, inf_mass, step: float):
+    """delta at every grid point l_k of the window: delta_k = inf + D_k with
+    D_k = sum_{i>k} p_i (1 - e^{-(i-k)h}) from D_k = e^{-h} D_{k+1} + (1 - e^{-h}) S_{k+1}
+    (S the suffix sums): all terms positive, so no cancellation."""
+    s = jnp.cumsum(pmf[..., ::-1], axis=-1)[..., ::-1]  # S_k = sum_{i >= k} p_i
+    s_next = jnp.concatenate([s[..., 1:], jnp.zeros_like(s[..., :1])], axis=-1)
+    d = _suffix_decayed(-math.expm1(-step) * s_next, math.exp(-step))
+    return inf_mass[..., None] + d, s
+
+
+def _symmetrised_one(length: int, step: float, k_top: int, sigma, q, base: str):
+    """Connect-the-dots PMF of the symmetric pair whose profile is, for eps >= 0, the larger of
+    the two directions of the ``base``_remove pair (Dong, Roth & Su 2022, Theorem 4.2: the
+    tradeoff function min{f_q, f_q^{-1}}** of sampling without replacement under replace-one),
+    on the grid -k_top..k_top. Built from the profile at the grid points l_k >= 0: masses from
+    the slope changes of the (convex in e^eps) chord interpolation, mirrored to negative losses
+    by omega(-l) = e^{-l} omega(l), the mass at 0 fixed by normalisation."""
+    n_pos = k_top + 1  # grid points 0..k_top
+    pess_r, inf_r, opt_r, _ = _discretise_one(f"{base}_remove", length, step, sigma, q, k_top - length + 1)
+    pess_a, inf_a, opt_a, _ = _discretise_one(f"{base}_add", length, step, sigma, q, k_top - length + 1)
+    # both grids end at k_top; keep the points with l >= 0
+    w_r, w_a = pess_r[-n_pos:], pess_a[-n_pos:]
+    # the mass below 0 does not enter delta(eps >= 0) nor the slopes there; put its share
+    # into the cell at 0 by normalisation below.
+    losses = jnp.arange(n_pos) * step
+    prof_r, _ = profile_on_grid(w_r, inf_r, step)
+    prof_a, _ = profile_on_grid(w_a, inf_a, step)
+    win_r = prof_r >= prof_a
+    top = jnp.maximum(prof_r, prof_a)
+    # slope of delta in t = e^eps on [t_k, t_{k+1}] for a CTD PMF: minus its Q-mass above l_k
+    qmass_r = jnp.cumsum((w_r * jnp.exp(-losses))[::-1])[::-1]
+    qmass_a = jnp.cumsum((w_a * jnp.exp(-losses))[::-1])[::-1]
+    slope_r = -qmass_r[1:]
+    slope_a = -qmass_a[1:]
+    dt = jnp.exp(losses[1:]) - jnp.exp(losses[:-1])
+    slope_direct = (top[1:] - top[:-1]) / dt
+    same_r = win_r[1:] & win_r[:-1]
+    same_a = (~win_r[1:]) & (~win_r[:-1])
+    slope = jnp.where(same_r, slope_r, jnp.where(same_a, slope_a, slope_direct))
+    # omega_k e^{-l_k} = slope_k - slope_{k-1} (k = 1..k_top-1), slope_{k_top} = 0
+    slope_ext = jnp.concatenate([slope, jnp.zeros(1)])
+    jump = slope_ext[1:] - slope_ext[:-1]  # at k = 1..k_top
+    mass_pos = jnp.clip(jump * jnp.exp(losses[1:]), 0.0, None)
+    # where one direction wins on both sides of a point, its own mass is exact (no differencing)
+    own_r = jnp.concatenate([same_r[1:], jnp.ones(1, bool)]) & same_r
+    own_a = jnp.concatenate([same_a[1:], jnp.ones(1, bool)]) & same_a
+    mass_pos = jnp.where(own_r, w_r[1:], jnp.where(own_a, w_a[1:], mass_pos))
+    inf_mass = top[-1]
+    # mirror: omega(-l) = e^{-l} omega(l); mass at 0 by normalisation (total P-mass 1)
+    mass_neg = mass_pos * jnp.exp(-losses[1:])
+    mass_zero = jnp.clip(1.0 - inf_mass - jnp.sum(mass_pos) - jnp.sum(mass_neg), 0.0, None)
+    pess = jnp.concatenate([mass_neg[::-1], mass_zero[None], mass_pos])
+    # optimistic companion: the larger of the two directions' optimistic PMFs is taken *after*
+    # composition (each direction alone is dominated by the symmetrised pair), so return both.
+    return pess, inf_mass, (opt_r, opt_a)
+
+
+# --- composition ---------------------------------------------------------------------------------
+CHERNOFF_ORDERS = 10  # lambda* 2^k, k = -4 .. 5
+
+
+def chernoff_log_mgf(pmf, k_lo, steps, step: float):
+    """Chernoff data of a run (stages s, PMF pmf[s] from grid index k_lo[s], steps[s] times):
+    lambdas (K,) around the Gaussian-approximation optimum sqrt(2 log(1/tail) / Var) and
+    sum_s T_s log E[e^{+-lambda L_s}] (K,) each, for the finite part of each stage's PMF.
+
+    Each MGF is one exp per grid point and repeated squaring for the doubling orders, shifted
+    by the stage's mean (terms below it can only underflow to a relative 1e-300 of the sum,
+    which holds the mass above the mean); the result is rounded up by the dot products'
+    relative error bound so that the tail bounds built from it stay bounds."""
+    length = pmf.shape[-1]
+    losses = (k_lo[:, None] + jnp.arange(length)[None, :]) * step  # (S, L)
+    fin = jnp.maximum(jnp.sum(pmf, axis=-1), 1e-300)
+    mean = jnp.sum(pmf * losses, axis=-1) / fin
+    var = jnp.sum(pmf * (losses - mean[:, None]) ** 2, axis=-1) / fin
+    total_var = jnp.maximum(jnp.sum(steps * var), (step * 1e-3) ** 2)
+    lam0 = jnp.sqrt(2.0 * 35.0 / total_var) / 16.0  # 35 ~ log(1e15); the grid spans 2^-4 .. 2^5 of it
+    slack = math.log1p(4.0 * length * UNIT_ROUNDOFF + 2.0 ** (CHERNOFF_ORDERS + 3) * UNIT_ROUNDOFF)
+    up = jnp.exp(lam0 * (losses - mean[:, None]))
+    down = jnp.exp(-lam0 * (losses - mean[:, None]))
+    lm_pos, lm_neg = [], []
+    for k in range(CHERNOFF_ORDERS):
+        lam = lam0 * 2.0**k
+        lp = jnp.log(jnp.sum(pmf * up, axis=-1)) + lam * mean + slack
+        ln = jnp.log(jnp.sum(pmf * down, axis=-1)) - lam * mean + slack
+        lm_pos.append(jnp.sum(steps * jnp.where(jnp.isnan(lp), jnp.inf, lp)))
+        lm_neg.append(jnp.sum(steps * jnp.where(jnp.isnan(ln), jnp.inf, ln)))
+        up, down = up * up, down * down
+    lambdas = lam0 * 2.0 ** jnp.arange(CHERNOFF_ORDERS)
+    return lambdas, jnp.stack(lm_pos), jnp.stack(lm_neg)
+
+
+def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, start, lambdas, lm_pos, lm_neg):
+    """Compose stages s = 1..S (PMF pmf[s] on grid k_lo[s] + j, repeated steps[s] times) into the
+    window of n grid points from index ``start``. Chernoff data (lambdas, lm_pos, lm_neg) from
+    :func:`chernoff_log_mgf` bound the mass outside it. Returns (pmf_out (n,) clipped at 0, the
+    exact mass at +inf, tau_up, tau_lo, R); :func:`pessimistic_infinity` and
+    :func:`remove_from_top` make the two sides from them."""
+    fin = jnp.sum(pmf, axis=-1)
+    tot = fin + inf_mass
+    offset = jnp.sum(steps.astype(jnp.int64) * k_lo)
+    top_support = jnp.sum(steps.astype(jnp.int64) * k_hi_eff)  # highest reachable finite loss index
+    finite_total = jnp.exp(jnp.sum(steps * jnp.log(fin)))
+    tau_lo = jnp.where(start <= offset, 0.0, jnp.min(jnp.exp(lm_neg + lambdas * (start - 1) * step)))
+    tau_up = jnp.where(start + n - 1 >= top_support, 0.0, jnp.min(jnp.exp(lm_pos - lambdas * (start + n) * step)))
+    tau_up = jnp.minimum(tau_up, finite_total)
+    tau_lo = jnp.minimum(tau_lo, finite_total)
+
+    z = jnp.fft.rfft(pmf, n=n, axis=-1)  # (S, n/2+1)
+    absz = jnp.abs(z)
+    log_abs = jnp.log(absz)
+    phase = jnp.sum(steps[:, None] * jnp.angle(z), axis=0)
+    k = jnp.arange(n // 2 + 1, dtype=jnp.int64)
+    shift = jnp.mod(start - offset, n)  # out[i] = circular[(i + shift) mod n]
+    phase = phase + (2.0 * math.pi / n) * jnp.mod(k * shift, n).astype(jnp.float64)
+    log_w = jnp.sum(steps[:, None] * log_abs, axis=0)
+    abs_w = jnp.exp(log_w)
+    out = jnp.fft.irfft(abs_w * jnp.exp(1j * phase), n=n)
+
+    # round-off bound R on ||out - exact circular convolution||_1 (module docstring)
+    gamma = fft_error_constant(n)
+    err_fwd = gamma * fin[:, None]  # per component of each stage's transform
+    log_hi = jnp.sum(steps[:, None] * jnp.log(absz + err_fwd), axis=0)
+    pow_part = jnp.exp(log_hi) * (-jnp.expm1(jnp.minimum(log_w - log_hi, 0.0)))
+    rel_pow = jnp.expm1(4.0 * UNIT_ROUNDOFF * jnp.sum(steps[:, None] * (jnp.abs(log_abs) + 4.0), axis=0) + 8 * UNIT_ROUNDOFF)
+    dw = pow_part + jnp.where(abs_w > 0, abs_w * rel_pow, 0.0)
+    weights = jnp.full(n // 2 + 1, 2.0).at[0].set(1.0).at[-1].set(1.0)  # full-spectrum l1 of a Hermitian vector
+    roundoff = (jnp.sum(weights * dw) + gamma * jnp.sum(weights * abs_w)) * (1 + 1e-6)
+
+    out = jnp.maximum(out, 0.0)
+    inf_out = jnp.exp(jnp.sum(steps * jnp.log(tot))) * (-jnp.expm1(jnp.sum(steps * (jnp.log(fin) - jnp.log(tot)))))
+    return out, inf_out, tau_up, tau_lo, roundoff
+
+
+def pessimistic_infinity(inf_out, tau_up, roundoff):
+    """Mass at +inf of the pessimistic composed PLD: the exact one plus what may lie above the
+    window (tau_up) plus the round-off bound (module docstring)."""
+    return jnp.minimum(inf_out + tau_up + roundoff, 1.0)
+
+
+def remove_from_top(pmf, mass):
+    """The optimistic composed PLD: ``mass`` (tau_lo + R) taken off the highest losses
+    (numpy, host side). For eps/delta queries alone, subtracting ``mass`` from delta is
+    equivalent and cheaper (every delta(eps) drops by at most the removed mass)."""
+    pmf = np.asarray(pmf, dtype=np.float64)
+    above = np.cumsum(pmf[..., ::-1], axis=-1)[..., ::-1] - pmf
+    return pmf - np.clip(np.asarray(mass)[..., None] - above, 0.0, pmf)
+
+
+EPS_BLOCK = 1024
+
+
+def epsilon_blocked(pmf, start, inf_mass, step: float, target):
+    """The same eps(delta) as :func:`_epsilon_one` in O(n) with one matrix-vector product: the
+    profile at block starts from block sums, then exactly inside the one block where it
+    crosses the target (XLA's cumulative sums over a long axis are slow on CPU)."""
+    n = pmf.shape[-1]
+    b = min(EPS_BLOCK, n)
+    nb = n // b
+    blocks = pmf.reshape(nb, b)
+    decay_in = jnp.exp(-jnp.arange(b) * step)
+    blk_mass = jnp.sum(blocks, axis=-1)
+    blk_dec = blocks @ decay_in  # sum_i p_i e^{-(i - b0) h} within each block
+    s_blk = jnp.cumsum(blk_mass[::-1])[::-1]  # S at each block start
+    h_blk = _suffix_decayed_scan(blk_dec, math.exp(-b * step))  # H at each block start
+    prof_blk = inf_mass + jnp.maximum(s_blk - h_blk, 0.0)  # delta(l_{b0})
+    ok = jnp.concatenate([prof_blk, inf_mass[None]]) <= target  # the end of the window: delta = inf
+    first_ok = jnp.argmax(ok)
+    any_ok = jnp.any(ok)
+    # the crossing lies in block first_ok - 1 (or below the window if first_ok == 0)
+    blk = jnp.maximum(first_ok - 1, 0)
+    seg = jax.lax.dynamic_slice(pmf, (blk * b,), (b,))
+    s_next = jnp.where(blk + 1 < nb, s_blk[jnp.minimum(blk + 1, nb - 1)], 0.0)
+    h_next = jnp.where(blk + 1 < nb, h_blk[jnp.minimum(blk + 1, nb - 1)], 0.0)
+    # inside the block: D_k by the positive recurrence, seeded with D at the next block's start
+    d_next = jnp.maximum(s_next - h_next, 0.0)
+    s_in = jnp.cumsum(seg[::-1])[::-1] + s_next  # S_k, k in block
+    s_in_next = jnp.concatenate([s_in[1:], s_next[None]])
+    c = -math.expm1(-step) * s_in_next
+    c = c.at[-1].add(math.exp(-step) * d_next)
+    d_in = _suffix_decayed_scan(c, math.exp(-step))
+    prof_in = inf_mass + d_in
+    prof_next = inf_mass + d_next
+    ok_in = prof_in <= target
+    kk = jnp.where(jnp.any(ok_in), jnp.argmax(ok_in), b)  # first point in the block (b: the next block start)
+    prof_ext = jnp.concatenate([prof_in, prof_next[None]])
+    prev = prof_ext[jnp.maximum(kk - 1, 0)]
+    cur = prof_ext[kk]
+    frac = jnp.clip((prev - target) / jnp.maximum(prev - cur, 1e-300), 0.0, 1.0)
+    frac = jnp.where(kk == 0, 1.0, frac)  # block-level and in-block profiles disagree by rounding: take the block start
+    eps_in = (start + blk * b + kk - 1) * step + jnp.log1p(frac * math.expm1(step))
+    # below the window: delta(eps) = inf + S_0 - e^{eps - l_0} H_0
+    arg = (inf_mass + s_blk[0] - target) / h_blk[0]
+    eps_below = start * step + jnp.log(jnp.where(arg > 0, arg, 1.0)) + jnp.where(arg > 0, 0.0, -jnp.inf)
+    eps = jnp.where(first_ok == 0, eps_below, eps_in)
+    eps = jnp.where(any_ok & (inf_mass <= target), eps, jnp.inf)
+    return jnp.maximum(eps, 0.0)
+
+
+def _epsilon_one(pmf, start, inf_mass, step: float, delta):
+    """Smallest eps >= 0 with delta(eps) <= target, exact for this discrete PLD: the first grid
+    point where the profile is below the target, then the root of the profile on the cell
+    before it (linear in e^eps there)."""
+    prof, s = profile_on_grid(pmf, inf_mass, step)  # prof[k] = delta(l_k)
+    losses0 = start * step
+
+    def one(target):
+        ok = prof <= target
+        kk = jnp.argmax(ok)
+        any_ok = jnp.any(ok)
+        # cell (l_{kk-1}, l_kk]: delta linear in t = e^eps from prof[kk-1] to prof[kk]
+        prev = prof[jnp.maximum(kk - 1, 0)]
+        frac = jnp.clip((prev - target) / jnp.maximum(prev - prof[kk], 1e-300), 0.0, 1.0)
+        eps_in = (start + kk - 1) * step + jnp.log1p(frac * math.expm1(step))
+        # below the window (kk == 0): delta(eps) = inf + S_0 - e^{eps - l_0} H_0, H_0 = sum p_i e^{-(i)h}
+        h_0 = jnp.sum(pmf * jnp.exp(-jnp.arange(pmf.shape[-1]) * step))
+        arg = (inf_mass + s[0] - target) / h_0
+        eps_below = losses0 + jnp.log(jnp.where(arg > 0, arg, 1.0)) + jnp.where(arg > 0, 0.0, -jnp.inf)
+        eps = jnp.where(kk == 0, eps_below, eps_in)
+        eps = jnp.where(any_ok & (inf_mass <= target), eps, jnp.inf)
+        return jnp.maximum(eps, 0.0)
+
+    return jax.vmap(one)(jnp.atleast_1d(delta))
+
+
+def _delta_one(pmf, start, inf_mass, step: float, epsilon):
+    """delta(eps) of this discrete PLD at each eps (exact: linear in e^eps between grid points)."""
+    prof, s = profile_on_grid(pmf, inf_mass, step)
+    n = pmf.shape[-1]
+    h_0 = jnp.sum(pmf * jnp.exp(-jnp.arange(n) * step))
+
+    def one(e):
+        pos = e / step - start  # fractional index
+        k = jnp.floor(pos).astype(jnp.int64)
+        kc = jnp.clip(k, 0, n - 2)
+        t_frac = jnp.expm1(e - (start + kc) * step) / math.expm1(step)  # position in t within the cell
+        inside = prof[kc] + (prof[kc + 1] - prof[kc]) * jnp.clip(t_frac, 0.0, 1.0)
+        below = inf_mass + s[0] - jnp.exp(e - start * step) * h_0
+        return jnp.where(k < 0, below, jnp.where(k >= n - 1, inf_mass, inside))
+
+    return jnp.clip(jax.vmap(one)(jnp.atleast_1d(epsilon)), 0.0, 1.0)
+
+
+# --- the stored object ---------------------------------------------------------------------------
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class DiscretePLD:
+    """A PLD on a grid: ``pmf[..., j]`` is the mass at loss ``(start[...] + j) * step``,
+    ``infinity_mass[...]`` the mass at +inf; leading axes are a batch of configurations."""
+
+    pmf: np.ndarray
+    start: np.ndarray
+    infinity_mass: np.ndarray
+    step: float = dataclasses.field(metadata=dict(static=True))
+
+    @property
+    def batch_shape(self) -> tuple:
+        return tuple(np.shape(self.infinity_mass))
+
+    def delta(self, epsilon) -> np.ndarray:
+        """delta(eps) for each configuration; ``epsilon`` broadcasts against the batch."""
+        eps = np.asarray(epsilon, dtype=np.float64)
+        prof, s, h0 = _profile_np(self.pmf, self.infinity_mass, self.step)
+        shape = np.broadcast_shapes(eps.shape, self.batch_shape)
+        n = self.pmf.shape[-1]
+        e = np.broadcast_to(eps, shape)
+        start = np.broadcast_to(self.start, shape)
+        prof = np.broadcast_to(prof, shape + (n,))
+        pos = e / self.step - start
+        k = np.floor(pos).astype(np.int64)
+        kc = np.clip(k, 0, max(n - 2, 0))
+        t_frac = np.clip(np.expm1(e - (start + kc) * self.step) / math.expm1(self.step), 0.0, 1.0)
+        p_k = np.take_along_axis(prof, kc[..., None], axis=-1)[..., 0]
+        p_k1 = np.take_along_axis(prof, np.minimum(kc + 1, n - 1)[..., None], axis=-1)[..., 0]
+        inside = p_k + (p_k1 - p_k) * t_frac
+        inf = np.broadcast_to(self.infinity_mass, shape)
+        with np.errstate(over="ignore"):
+            below = inf + np.broadcast_to(s[..., 0], shape) - np.exp(np.minimum(e - start * self.step, 700.0)) * np.broadcast_to(h0, shape)
+        out = np.where(k < 0, below, np.where(k >= n - 1, inf, inside))
+        return np.clip(out, 0.0, 1.0)
+
+    def epsilon(self, delta) -> np.ndarray:
+        """Smallest eps >= 0 with delta(eps) <= ``delta``, exact for this discrete PLD (the
+        profile is linear in e^eps between grid points)."""
+        d = np.asarray(delta, dtype=np.float64)
+        prof, s, h0 = _profile_np(self.pmf, self.infinity_mass, self.step)
+        shape = np.broadcast_shapes(d.shape, self.batch_shape)
+        n = self.pmf.shape[-1]
+        dd = np.broadcast_to(d, shape)
+        prof = np.broadcast_to(prof, shape + (n,))
+        start = np.broadcast_to(self.start, shape)
+        inf = np.broadcast_to(self.infinity_mass, shape)
+        ok = prof <= dd[..., None]
+        kk = np.argmax(ok, axis=-1)
+        prev = np.take_along_axis(prof, np.maximum(kk - 1, 0)[..., None], axis=-1)[..., 0]
+        cur = np.take_along_axis(prof, kk[..., None], axis=-1)[..., 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.clip((prev - dd) / np.maximum(prev - cur, 1e-300), 0.0, 1.0)
+            eps_in = (start + kk - 1) * self.step + np.log1p(frac * math.expm1(self.step))
+            arg = (inf + np.broadcast_to(s[..., 0], shape) - dd) / np.broadcast_to(h0, shape)
+            eps_below = start * self.step + np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)), -np.inf)
+        eps = np.where(kk == 0, eps_below, eps_in)
+        eps = np.where(np.any(ok, axis=-1) & (inf <= dd), eps, np.inf)
+        return np.maximum(eps, 0.0)
+
+
+def _profile_np(pmf, inf_mass, step):
+    """(delta at every grid point, suffix sums S, H_0 = sum_i p_i e^{-i h}) in numpy: the
+    positive recurrence of :func:`profile_on_grid` as an IIR filter (scipy.signal.lfilter)."""
+    from scipy import signal
+
+    pmf = np.asarray(pmf, dtype=np.float64)
+    s = np.cumsum(pmf[..., ::-1], axis=-1)[..., ::-1]
+    s_next = np.concatenate([s[..., 1:], np.zeros_like(s[..., :1])], axis=-1)
+    c = -math.expm1(-step) * s_next
+    d = signal.lfilter([1.0], [1.0, -math.exp(-step)], c[..., ::-1], axis=-1)[..., ::-1]
+    with np.errstate(under="ignore"):
+        h0 = pmf @ np.exp(-np.arange(pmf.shape[-1]) * step)
+    return np.asarray(inf_mass)[..., None] + d, s, h0
+
+
+@functools.partial(jax.jit, static_argnames=("step",))
+def _delta_batch(pmf, start, inf, eps, step):
+    return jax.vmap(lambda p, s, i, e: _delta_one(p, s, i, step, e)[0])(pmf, start, inf, eps)
+
+
+@functools.partial(jax.jit, static_argnames=("step",))
+def _epsilon_batch(pmf, start, inf, delta, step):
+    pad = (-pmf.shape[-1]) % EPS_BLOCK if pmf.shape[-1] > EPS_BLOCK else 0
+    pmf = jnp.pad(pmf, ((0, 0), (0, pad)))
+    return jax.vmap(lambda p, s, i, d: epsilon_blocked(p, s, i, step, d))(pmf, start, inf, delta)

@@ -1,0 +1,610 @@
+"""The PLD accountant: ``pld_curve`` (and friends) for noisy SGD with Gaussian or Laplace noise.
+
+Tight (up to a stated discretisation error) accounting of T steps of a subsampled Gaussian or
+Laplace mechanism by privacy-loss distributions composed with FFTs
+(:mod:`dpjax.accountants.pld`; the dominating pairs are in :mod:`dpjax.accountants.pld_pairs`).
+Every answer comes as a bracket: the pessimistic value (what :class:`PrivacyCurve` reports,
+never below the true value for the dominating pair, by construction) and an optimistic one
+(never above it); their gap is the discretisation error.
+
+Batched: ``noise_multiplier``, ``sampling_rate`` and ``steps`` broadcast, and all
+configurations are computed together (vmapped and jitted in chunks of configurations that
+share a grid size; compiled once per grid size, never per value).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate, _x64
+from . import pld as _pld
+from . import pld_pairs
+from .curve import PrivacyCurve, Provenance
+
+ADJACENCY_SPELLINGS = {"add-remove": "add-remove", "add_remove": "add-remove", "replace-one": "replace-one", "replace_one": "replace-one"}
+SAMPLING_SPELLINGS = {
+    "poisson": "poisson",
+    "without-replacement": "without-replacement",
+    "without_replacement": "without-replacement",
+    "fixed-batch": "without-replacement",
+    "fixed_batch": "without-replacement",
+}
+MECHANISMS = ("gaussian", "laplace")
+DEFAULT_INTERVAL = 1e-4  # dp_accounting's default value_discretization_interval
+DEFAULT_TAIL = 1e-15  # mass allowed outside the composed window (dp_accounting's default truncation)
+MAX_GRID = 2**24  # largest FFT length per configuration (128 MiB of float64)
+CHUNK_ELEMENTS = 2**21  # configurations x grid points per call: fixed chunk shapes (one compilation per grid size)
+
+
+# --- bracket held by a PrivacyCurve ---------------------------------------------------------------
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class PLDBracket:
+    """Pessimistic and optimistic discrete PLDs of one accounting (a batch of configurations).
+
+    ``pessimistic``: one PLD per direction (remove / add for add-remove adjacency; one for a
+    symmetric pair); delta(eps) is the largest over them. ``optimistic``: likewise, each never
+    above the truth. ``adjacency`` and ``step`` must match to compose two brackets."""
+
+    pessimistic: tuple
+    optimistic: tuple
+    adjacency: str = dataclasses.field(metadata=dict(static=True))
+    step: float = dataclasses.field(metadata=dict(static=True))
+
+    @property
+    def batch_shape(self) -> tuple:
+        return self.pessimistic[0].batch_shape
+
+    def delta(self, epsilon, optimistic: bool = False) -> np.ndarray:
+        plds = self.optimistic if optimistic else self.pessimistic
+        return np.maximum.reduce([p.delta(epsilon) for p in plds])
+
+    def epsilon(self, delta, optimistic: bool = False) -> np.ndarray:
+        plds = self.optimistic if optimistic else self.pessimistic
+        return np.maximum.reduce([p.epsilon(delta) for p in plds])
+
+    def epsilon_bracket(self, delta):
+        """(optimistic, pessimistic) eps at ``delta``: the true eps of the dominating pair lies
+        in between; the difference is the discretisation error."""
+        return self.epsilon(delta, optimistic=True), self.epsilon(delta)
+
+    def delta_bracket(self, epsilon):
+        return self.delta(epsilon, optimistic=True), self.delta(epsilon)
+
+    def compose(self, other: "PLDBracket") -> "PLDBracket":
+        if not isinstance(other, PLDBracket):
+            raise TypeError(f"can only compose a PLD bracket with another; got {type(other).__name__}")
+        if other.adjacency != self.adjacency:
+            raise ValueError(f"cannot compose PLDs for {self.adjacency} adjacency with PLDs for {other.adjacency}")
+        if not math.isclose(other.step, self.step, rel_tol=1e-12):
+            raise ValueError(f"cannot compose PLDs on different grids (step {self.step:g} vs {other.step:g}); "
+                             "compute both with the same value_discretization_interval")
+
+        def pairwise(a, b, pessimistic):
+            if len(a) == 1 or len(b) == 1 or len(a) == len(b):
+                n = max(len(a), len(b))
+                return tuple(compose_plds(a[i % len(a)], b[i % len(b)], pessimistic) for i in range(n))
+            raise ValueError(f"cannot pair {len(a)} directions with {len(b)}")
+
+        return PLDBracket(pairwise(self.pessimistic, other.pessimistic, True), pairwise(self.optimistic, other.optimistic, False), self.adjacency, self.step)
+
+
+def _trim(pmf, start, inf, tail: float, pessimistic: bool):
+    """Drop grid points from both ends of a batch of PMFs (host, numpy) keeping at most ``tail``
+    of mass outside on each side: pessimistic: the lower part moves up to the new first point,
+    the upper part to +inf; optimistic: the lower part is dropped, the upper part moves down to
+    the new last point. Returns a common-length window for the batch."""
+    pmf = np.asarray(pmf, dtype=np.float64)
+    n = pmf.shape[-1]
+    low = np.cumsum(pmf, axis=-1)
+    high = np.cumsum(pmf[..., ::-1], axis=-1)[..., ::-1]
+    first = np.asarray(np.argmax(low > tail, axis=-1))  # first index whose cumulative mass exceeds tail
+    last = np.asarray(n - 1 - np.argmax(high[..., ::-1] > tail, axis=-1))
+    first = np.minimum(first, last)
+    width = int(np.max(last - first)) + 1 if pmf.size else 1
+    first = np.minimum(first, n - width)
+    idx = first[..., None] + np.arange(width)
+    out = np.take_along_axis(pmf, idx, axis=-1).copy()
+    below = np.take_along_axis(low, first[..., None], axis=-1)[..., 0] - out[..., 0]
+    above = np.take_along_axis(high, (first + width - 1)[..., None], axis=-1)[..., 0] - out[..., -1]
+    below, above = np.maximum(below, 0.0), np.maximum(above, 0.0)
+    inf = np.asarray(inf, dtype=np.float64).copy()
+    if pessimistic:
+        out[..., 0] += below
+        inf = inf + above
+    else:
+        out[..., -1] += above
+    return out, np.asarray(start) + first, inf
+
+
+@functools.partial(jax.jit, static_argnames=("n", "step"))
+def _compose_pair_batch(pmf, inf, k_lo, k_hi, n, step):
+    steps = jnp.ones(2)
+    dummy = jnp.ones(1)  # n covers the whole support (no wrap-around): no Chernoff bound needed
+
+    def one(p, i, lo, hi):
+        out, inf_out, _, _, roundoff = _pld._compose_one(n, step, p, i, lo, steps, hi, jnp.sum(lo), dummy, dummy, dummy)
+        return out, inf_out, roundoff
+
+    return jax.vmap(one)(pmf, inf, k_lo, k_hi)
+
+
+@_x64.float64
+def compose_plds(a: _pld.DiscretePLD, b: _pld.DiscretePLD, pessimistic: bool) -> _pld.DiscretePLD:
+    """The PLD of the composition (the convolution), by a zero-padded FFT (no wrap-around), with
+    the round-off bound and tail trimming applied on the side given by ``pessimistic``."""
+    shape = np.broadcast_shapes(a.batch_shape, b.batch_shape)
+    la, lb = a.pmf.shape[-1], b.pmf.shape[-1]
+    length = max(la, lb)
+    n = _next_pow2(la + lb - 1)
+    if n > MAX_GRID:
+        raise ValueError(f"composing PLDs of {la} and {lb} grid points needs an FFT of {n} > {MAX_GRID} points; "
+                         "use a coarser value_discretization_interval")
+
+    def prep(p):
+        pmf = np.broadcast_to(p.pmf, shape + p.pmf.shape[-1:]).reshape(-1, p.pmf.shape[-1])
+        pmf = np.pad(pmf, ((0, 0), (0, length - pmf.shape[-1])))
+        st = np.broadcast_to(p.start, shape).reshape(-1).astype(np.int64)
+        inf = np.broadcast_to(p.infinity_mass, shape).reshape(-1)
+        return pmf, st, inf, st + p.pmf.shape[-1] - 1
+
+    pa, sa, ia, ha = prep(a)
+    pb, sb, ib, hb = prep(b)
+    out, inf, roundoff = (np.asarray(x) for x in _compose_pair_batch(
+        np.stack([pa, pb], axis=1), np.stack([ia, ib], axis=1), np.stack([sa, sb], axis=1), np.stack([ha, hb], axis=1),
+        n=n, step=a.step))
+    if pessimistic:
+        inf = np.minimum(inf + roundoff, 1.0)
+    else:
+        out = _pld.remove_from_top(out, roundoff)
+    out, start, inf = _trim(np.asarray(out)[:, : la + lb - 1], sa + sb, np.asarray(inf), DEFAULT_TAIL, pessimistic)
+    return _pld.DiscretePLD(out.reshape(shape + out.shape[-1:]), start.reshape(shape), inf.reshape(shape), a.step)
+
+
+# --- the batched engine ---------------------------------------------------------------------------
+def _next_pow2(x: int) -> int:
+    return 1 << max(0, int(math.ceil(math.log2(max(int(x), 1)))))
+
+
+@functools.partial(jax.jit, static_argnames=("kind", "length", "step"))
+def _discretise_batch(sigma, q, k_lo, kind, length, step):
+    fn = lambda s, r, k: _pld._discretise_one(kind, length, step, s, r, k)  # noqa: E731
+    return jax.vmap(jax.vmap(fn))(sigma, q, k_lo)
+
+
+@functools.partial(jax.jit, static_argnames=("k_top", "length", "step", "base"))
+def _symmetrised_batch(sigma, q, k_top, length, step, base):
+    fn = lambda s, r: _pld._symmetrised_one(length, step, k_top, s, r, base)  # noqa: E731
+    return jax.vmap(jax.vmap(fn))(sigma, q)
+
+
+def _in_chunks(fn, arrays, chunk, **static):
+    """Apply a jitted ``fn`` to fixed-size chunks of the leading axis (the last one padded by
+    repetition, so every call has the same shapes: one compilation per shape, not per batch)."""
+    total = arrays[0].shape[0]
+    outs = []
+    for c0 in range(0, total, chunk):
+        part = np.arange(c0, min(c0 + chunk, total))
+        pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
+        res = fn(*(a[pad] for a in arrays), **static)
+        outs.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[: part.size], res))
+    return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *outs)
+
+
+def _chunk_for(length):
+    return int(max(1, min(64, CHUNK_ELEMENTS // _next_pow2(int(length)))))
+
+
+def _next_pow4(x: int) -> int:
+    k = max(0, int(math.ceil(math.log2(max(int(x), 1)))))
+    return 1 << (k + (k % 2))
+
+
+@functools.partial(jax.jit, static_argnames=("step",))
+def _chernoff_batch_step(pmf, k_lo, steps, step):
+    return jax.vmap(lambda p, k, t: _pld.chernoff_log_mgf(p, k, t, step))(pmf, k_lo, steps)
+
+
+@functools.partial(jax.jit, static_argnames=("n", "step", "keep"))
+def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic, delta, n, step, keep):
+    def one(p, i, lo, t, hi, st, lam, lp, ln, pess):
+        out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln)
+        # optimistic: delta minus (tau_lo + R) is below the truth (see pld.remove_from_top)
+        inf_eff = jnp.where(pess, _pld.pessimistic_infinity(inf_out, tau_up, roundoff), inf_out - tau_lo - roundoff)
+        eps = jnp.zeros(()) if keep else _pld.epsilon_blocked(out, st, inf_eff, step, delta)
+        return (out if keep else None), inf_out, tau_up, tau_lo, roundoff, eps
+
+    return jax.vmap(one)(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic)
+
+
+@dataclasses.dataclass
+class _Plan:
+    kind: str  # a pair kind, or "symmetrised_<base>"
+    sigma: np.ndarray  # (B, S)
+    q: np.ndarray
+    steps: np.ndarray  # (B, S) int
+    k_lo: np.ndarray  # (B, S): one step's grid, from loss_range
+    k_hi: np.ndarray
+
+
+def _plan(kind, sigma, q, steps, step, tail):
+    total = np.sum(steps, axis=-1, keepdims=True).astype(np.float64)
+    per_step_tail = np.maximum(tail / (10.0 * total), 1e-300)
+    if kind.startswith("symmetrised_"):
+        base = kind.split("_", 1)[1]
+        _, hi_r = pld_pairs.loss_range(f"{base}_remove", sigma, q, per_step_tail)
+        _, hi_a = pld_pairs.loss_range(f"{base}_add", sigma, q, per_step_tail)
+        k_hi = np.maximum(np.ceil(np.maximum(hi_r, hi_a) / step), 1).astype(np.int64)
+        return _Plan(kind, sigma, q, steps, -k_hi, k_hi)
+    lo, hi = pld_pairs.loss_range(kind, sigma, q, per_step_tail)
+    k_lo = np.floor(lo / step).astype(np.int64)
+    k_hi = np.maximum(np.ceil(hi / step).astype(np.int64), k_lo + 1)
+    return _Plan(kind, sigma, q, steps, k_lo, k_hi)
+
+
+def _window(lambdas, lm_pos, lm_neg, offset, top_support, length, step, tail):
+    """Window start A and FFT length n (a power of two) per configuration from the Chernoff
+    bounds: at most ``tail`` of the composed mass lies below A h or above (A + n - 1) h."""
+    log_tail = math.log(tail)
+    with np.errstate(invalid="ignore", over="ignore"):
+        a_lo = np.nanmax(np.where(np.isfinite(lm_neg), (log_tail - lm_neg) / lambdas, -np.inf), axis=-1)
+        a_hi = np.nanmin(np.where(np.isfinite(lm_pos), (lm_pos - log_tail) / lambdas, np.inf), axis=-1)
+    start = np.where(np.isfinite(a_lo), np.floor(a_lo / step) + 1, offset)
+    start = np.clip(start, offset, top_support).astype(np.int64)
+    top = np.where(np.isfinite(a_hi), np.ceil(a_hi / step), top_support)
+    top = np.clip(top, start, top_support).astype(np.int64)
+    support = top_support - offset + 1
+    need = np.where(support <= np.maximum(top - start + 1, length), support, top - start + 1)
+    need = np.maximum(need, length)
+    n = np.array([_next_pow2(x) for x in need], dtype=np.int64)
+    start = np.where(support <= n, offset, np.minimum(start, np.maximum(offset, top_support - n + 1)))
+    return start, n
+
+
+@_x64.float64
+def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, optimistic=True):
+    """Compose each configuration (rows of the (B, S) arrays: S stages) for one pair kind.
+    Returns dict of numpy arrays: eps_pess (B, D) and eps_opt (B, D) at ``deltas`` and, if
+    ``keep``, the pessimistic and optimistic DiscretePLD (batch B)."""
+    plan = _plan(kind, sigma, q, steps, step, tail)
+    nconf = sigma.shape[0]
+    length_each = np.max(plan.k_hi - plan.k_lo + 1, axis=-1)
+    if np.max(length_each) > max_grid:
+        worst = int(np.argmax(length_each))
+        raise ValueError(
+            f"value_discretization_interval={step:g} is too fine for noise_multiplier={float(np.min(sigma[worst])):.4g}: "
+            f"one step's loss range needs {int(length_each[worst])} grid points (> {max_grid}); use a coarser interval")
+    # one step's grid length is shared by the configurations of a chunk: group by its power of two
+    length_pow2 = np.array([_next_pow4(x) for x in length_each])  # powers of 4: few shapes to compile
+    results = {}
+    for length in np.unique(length_pow2):
+        idx = np.flatnonzero(length_pow2 == length)
+        results.update(_run_group(plan, idx, int(length), step, tail, deltas, keep, max_grid, optimistic))
+    order = [results[i] for i in range(nconf)]
+    out = {
+        "eps_pess": np.stack([r["eps_pess"] for r in order]),
+        "eps_opt": np.stack([r["eps_opt"] for r in order]),
+        "grid": np.array([r["grid"] for r in order]),
+        "tau_up": np.array([r["tau_up"] for r in order]),
+        "roundoff": np.array([r["roundoff"] for r in order]),
+    }
+    if keep:
+        out["pess"] = _stack_plds([r["pess"] for r in order], step)
+        out["opt"] = [_stack_plds([r["opt"][j] for r in order], step) for j in range(len(order[0]["opt"]))]
+    return out
+
+
+def _stack_plds(items, step):
+    width = max(p[0].shape[-1] for p in items)
+    pmf = np.stack([np.pad(p[0], (0, width - p[0].shape[-1])) for p in items])
+    return _pld.DiscretePLD(pmf, np.array([p[1] for p in items], dtype=np.int64), np.array([p[2] for p in items]), step)
+
+
+def _run_group(plan, idx, length, step, tail, deltas, keep, max_grid, optimistic=True):
+    symmetrised = plan.kind.startswith("symmetrised_")
+    sigma, q, steps = plan.sigma[idx], plan.q[idx], plan.steps[idx]
+    if symmetrised:
+        k_top = int(np.max(plan.k_hi[idx]))
+        base = plan.kind.split("_", 1)[1]
+        disc_len = max(length, 2 * k_top + 1)
+        pess, pess_inf, (opt_r, opt_a) = _in_chunks(_symmetrised_batch, (sigma, q), _chunk_for(disc_len * sigma.shape[1]),
+                                                    k_top=k_top, length=disc_len, step=step, base=base)
+        zeros = np.zeros(sigma.shape)
+        sets = [(pess, pess_inf, np.full(sigma.shape, -k_top, np.int64), True),
+                (opt_r, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False),
+                (opt_a, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False)]
+    else:
+        k_lo = np.minimum(plan.k_lo[idx], plan.k_hi[idx] - length + 1)  # grid of `length` points ending at or above k_hi
+        pess, pess_inf, opt, opt_inf = _in_chunks(_discretise_batch, (sigma, q, k_lo), _chunk_for(length * sigma.shape[1]),
+                                                  kind=plan.kind, length=length, step=step)
+        sets = [(pess, pess_inf, k_lo, True), (opt, opt_inf, k_lo, False)]
+
+    if not optimistic:
+        sets = [st for st in sets if st[3]]
+    out = {int(i): {} for i in idx}
+    opt_parts = []
+    for pmf, inf, k_lo, pessimistic in sets:
+        res = _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, max_grid)
+        if pessimistic:
+            for j, i in enumerate(idx):
+                out[int(i)].update(eps_pess=res["eps"][j], grid=res["n"][j], tau_up=res["tau_up"][j], roundoff=res["roundoff"][j])
+                if keep:
+                    out[int(i)]["pess"] = res["pld"][j]
+        else:
+            opt_parts.append(res)
+    for j, i in enumerate(idx):
+        out[int(i)]["eps_opt"] = np.max([r["eps"][j] for r in opt_parts], axis=0) if opt_parts else np.full(len(deltas), np.nan)
+        if keep:
+            out[int(i)]["opt"] = [r["pld"][j] for r in opt_parts]
+    return out
+
+
+def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, max_grid):
+    """Compose every configuration of one set of stage PMFs (B, S, L): Chernoff window, then
+    FFT in chunks of configurations sharing an FFT length."""
+    nconf, _, plen = pmf.shape
+    stepsf = steps.astype(np.float64)
+    lambdas, lm_pos, lm_neg = _in_chunks(_chernoff_batch_step, (pmf, k_lo, stepsf), _chunk_for(plen * pmf.shape[1]), step=step)
+    offset = np.sum(steps * k_lo, axis=-1)
+    k_hi = k_lo + plen - 1
+    top_support = np.sum(steps * k_hi, axis=-1)
+    start, n_conf = _window(lambdas, lm_pos, lm_neg, offset, top_support, plen, step, tail)
+    if np.any(n_conf > max_grid):
+        bad = int(np.flatnonzero(n_conf > max_grid)[0])
+        raise ValueError(
+            f"value_discretization_interval={step:g} is too fine for this accounting: the composed PLD needs an FFT of "
+            f"{int(n_conf[bad])} > {max_grid} points (steps={steps[bad].tolist()}); use a coarser interval or fewer steps")
+    res = {"eps": [None] * nconf, "n": n_conf, "tau_up": np.zeros(nconf), "roundoff": np.zeros(nconf), "pld": [None] * nconf}
+    deltas = np.asarray(deltas, dtype=np.float64)
+    for n in np.unique(n_conf):
+        sel = np.flatnonzero(n_conf == n)
+        n = int(n)
+        chunk = _chunk_for(n)
+        for c0 in range(0, sel.size, chunk):
+            part = sel[c0 : c0 + chunk]
+            pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
+            eps_cols = []
+            for d_i, d in enumerate(deltas):
+                outs = _compose_batch(
+                    pmf[pad], inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
+                    np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0)
+                p_out, inf_out, tau_up, tau_lo, roundoff, eps = [None if o is None else np.asarray(o) for o in outs]
+                eps_cols.append(eps)
+                if d_i == 0:
+                    first = (p_out, inf_out, tau_up, tau_lo, roundoff)
+            p_out, inf_out, tau_up, tau_lo, roundoff = first
+            for j, i in enumerate(part):
+                if tau_up[j] > tail * 1.0001 or tau_lo[j] > tail * 1.0001:  # the window from _window guarantees this
+                    raise AssertionError(f"Chernoff window too small: tau_up={tau_up[j]:.3g}, tau_lo={tau_lo[j]:.3g}")
+                res["eps"][i] = np.array([e[j] for e in eps_cols])
+                res["tau_up"][i] = tau_up[j]
+                res["roundoff"][i] = roundoff[j]
+                if keep:
+                    if pessimistic:
+                        kept = (p_out[j], _pld.pessimistic_infinity(inf_out[j], tau_up[j], roundoff[j]))
+                    else:
+                        kept = (_pld.remove_from_top(p_out[j], tau_lo[j] + roundoff[j]), inf_out[j])
+                    res["pld"][i] = _trim(kept[0], start[i], np.asarray(kept[1]), tail, pessimistic)
+    return res
+
+# --- public API -----------------------------------------------------------------------------------
+def _normalise_options(adjacency, sampling, mechanism):
+    if adjacency not in ADJACENCY_SPELLINGS:
+        raise ValueError(f"adjacency={adjacency!r} is not one of {sorted(ADJACENCY_SPELLINGS)}")
+    if sampling not in SAMPLING_SPELLINGS:
+        raise ValueError(f"sampling={sampling!r} is not one of {sorted(SAMPLING_SPELLINGS)}")
+    _validate.one_of("mechanism", mechanism, MECHANISMS)
+    return ADJACENCY_SPELLINGS[adjacency], SAMPLING_SPELLINGS[sampling]
+
+
+def _kinds(adjacency, sampling, mechanism, subsampled):
+    """The pair kinds whose composed curves are maxed over, and the result's description."""
+    if not subsampled:
+        return [f"{mechanism}_remove"], f"{mechanism} mechanism, {mechanism.capitalize()} pair of shift 1 (no subsampling)"
+    if sampling == "poisson" and adjacency == "add-remove":
+        return [f"{mechanism}_remove", f"{mechanism}_add"], (
+            f"Poisson-subsampled {mechanism} mechanism, remove and add pairs (Zhu, Dong & Wang 2022, Thm 11)")
+    if sampling == "poisson" and adjacency == "replace-one":
+        if mechanism != "gaussian":
+            raise ValueError(f"mechanism={mechanism!r} with sampling='poisson' and adjacency='replace-one' has no dominating pair "
+                             "in dpjax (only the Gaussian's mixture-vs-mixture pair); use adjacency='add-remove'")
+        return ["gaussian_replace"], "Poisson-subsampled Gaussian mechanism, replace-one mixture-vs-mixture pair (as dp_accounting)"
+    if sampling == "without-replacement" and adjacency == "replace-one":
+        return [f"symmetrised_{mechanism}"], (
+            f"{mechanism} mechanism on fixed-size batches (sampling without replacement), replace-one: "
+            "C_q(f) = min(f_q, f_q^-1)** (Dong, Roth & Su 2022, Thm 4.2)")
+    raise ValueError(
+        "sampling='without-replacement' with adjacency='add-remove' has no sound dominating pair: a fixed batch size of a "
+        "data set whose size changes is not defined (Lebeda et al. 2024); use adjacency='replace-one' (noise multiplier "
+        "relative to the replace-one sensitivity 2C) or sampling='poisson'")
+
+
+def _validate_common(noise_multiplier, sampling_rate, steps, value_discretization_interval, tail_mass):
+    sigma = np.asarray(noise_multiplier, dtype=np.float64)
+    q = np.asarray(sampling_rate, dtype=np.float64)
+    if np.any(~((sigma > 0) & np.isfinite(sigma))):
+        raise ValueError(f"noise_multiplier={noise_multiplier!r} violates noise_multiplier > 0 (finite)")
+    if np.any(~((q > 0) & (q <= 1))):
+        raise ValueError(f"sampling_rate={sampling_rate!r} violates 0 < sampling_rate <= 1")
+    t = np.asarray(steps)
+    if t.dtype.kind not in "iu" or np.any(t < 1):
+        raise ValueError(f"steps={steps!r} violates steps an integer >= 1")
+    h = _validate.in_range("value_discretization_interval", value_discretization_interval, 0.0, 1.0, low_open=True)
+    tail = _validate.in_range("tail_mass", tail_mass, 0.0, 1e-3, low_open=True)
+    return sigma, q, t.astype(np.int64), h, tail
+
+
+def _check_tolerance(bracket, tolerance, tolerance_delta):
+    if tolerance is None:
+        return
+    low, high = bracket.epsilon_bracket(tolerance_delta)
+    gap = np.max(np.where(np.isfinite(high), high - low, 0.0))
+    if gap > tolerance:
+        raise ValueError(
+            f"epsilon_tolerance={tolerance:g} not met: the pessimistic and optimistic eps at delta={tolerance_delta:g} differ "
+            f"by up to {gap:.3g} at value_discretization_interval={bracket.step:g}; the discretisation is too coarse for the "
+            "requested accuracy: use a smaller interval")
+
+
+@_validate.arguments(noise_multiplier="numbers", sampling_rate="numbers", steps="ints",
+                     value_discretization_interval="number", tail_mass="number")
+def pld_curve(
+    noise_multiplier,
+    sampling_rate,
+    steps,
+    *,
+    adjacency: str = "add-remove",
+    sampling: str = "poisson",
+    mechanism: str = "gaussian",
+    value_discretization_interval: float = DEFAULT_INTERVAL,
+    tail_mass: float = DEFAULT_TAIL,
+    epsilon_tolerance: Optional[float] = None,
+    tolerance_delta: float = 1e-5,
+) -> PrivacyCurve:
+    """Privacy curve of ``steps`` subsampled Gaussian (or Laplace) steps by a PLD accountant.
+
+    Args:
+        noise_multiplier: noise std (Laplace: scale) over the step's sensitivity under
+            ``adjacency`` (C for add/remove, 2C for replace-one with clip norm C).
+        sampling_rate: q in (0, 1]: Poisson probability, or batch size / data set size for
+            ``sampling="without-replacement"``; 1 = full batch.
+        steps: number of steps (integer >= 1). The three broadcast: a batch of configurations,
+            computed together.
+        adjacency: "add-remove" (or "add_remove") or "replace-one" ("replace_one").
+        sampling: "poisson" or "without-replacement" (fixed batch size; replace-one only).
+        mechanism: "gaussian" or "laplace".
+        value_discretization_interval: grid step h of the privacy loss (nats), as dp_accounting.
+        tail_mass: mass allowed outside the composed window (added to delta on the
+            pessimistic side).
+        epsilon_tolerance: if given, raise ``ValueError`` unless h <= epsilon_tolerance and the
+            pessimistic and optimistic eps at ``tolerance_delta`` differ by at most it.
+
+    Returns:
+        A :class:`PrivacyCurve` whose ``epsilon(delta)`` / ``delta(epsilon)`` are pessimistic
+        (never below the truth for the dominating pair); ``curve.optimistic()`` is the
+        companion that is never above it, ``curve.pld.epsilon_bracket(delta)`` both at once.
+        ``curve.compose(other)`` composes PLD curves (FFT convolution).
+    """
+    adjacency, sampling = _normalise_options(adjacency, sampling, mechanism)
+    sigma, q, t, h, tail = _validate_common(noise_multiplier, sampling_rate, steps, value_discretization_interval, tail_mass)
+    if epsilon_tolerance is not None:
+        tol = _validate.positive("epsilon_tolerance", epsilon_tolerance)
+        _validate.in_range("tolerance_delta", tolerance_delta, 0.0, 1.0, low_open=True, high_open=True)
+        if h > tol:
+            raise ValueError(f"value_discretization_interval={h:g} is too coarse for epsilon_tolerance={tol:g}: "
+                             "the grid cannot resolve eps more finely than its step; use an interval <= the tolerance")
+    shape = np.broadcast_shapes(sigma.shape, q.shape, t.shape)
+    sigma_b, q_b, t_b = (np.broadcast_to(a, shape).reshape(-1, 1) for a in (sigma, q, t))
+    subsampled = bool(np.any(q_b < 1))
+    kinds, result = _kinds(adjacency, sampling, mechanism, subsampled)
+    bracket = _bracket_for(kinds, sigma_b, q_b, t_b, h, tail, shape, adjacency)
+    _check_tolerance(bracket, epsilon_tolerance, tolerance_delta)
+    steps_txt = f"{int(t.flat[0])}" if t.size == 1 else "per-configuration"
+    prov = Provenance(
+        result=f"PLD accountant: {result}, {steps_txt}-fold composition by FFT (pessimistic connect-the-dots, "
+               f"h={h:g}; Doroshenko et al. 2022)",
+        mode="bound",
+        assumptions=_assumptions(adjacency, sampling, mechanism, subsampled),
+    )
+    return PrivacyCurve.from_pld(bracket, prov)
+
+
+def _assumptions(adjacency, sampling, mechanism, subsampled):
+    out = [f"{adjacency} adjacency; noise_multiplier = noise {'std' if mechanism == 'gaussian' else 'scale'} / the step's sensitivity under it",
+           "noise independent across steps"]
+    if subsampled:
+        out.append("Poisson sampling (each record independently with probability q)" if sampling == "poisson"
+                   else "fixed-size batches drawn uniformly without replacement (q = batch size / data set size)")
+    if subsampled and sampling == "poisson" and adjacency == "replace-one":
+        out.append("replace-one worst case: record contributions +C and -C (exact for scalar contributions)")
+    if mechanism == "laplace":
+        out.append("scalar query (Laplace noise)")
+    return tuple(out)
+
+
+def _bracket_for(kinds, sigma, q, steps, h, tail, shape, adjacency):
+    pess, opt = [], []
+    for kind in kinds:
+        res = _run(kind, sigma, q, steps, h, tail, deltas=np.array([1e-5]), keep=True)
+        pess.append(_reshape(res["pess"], shape))
+        opt.extend(_reshape(o, shape) for o in res["opt"])
+    return PLDBracket(tuple(pess), tuple(opt), adjacency, h)
+
+
+def _reshape(p: _pld.DiscretePLD, shape):
+    return _pld.DiscretePLD(p.pmf.reshape(shape + p.pmf.shape[-1:]), p.start.reshape(shape), p.infinity_mass.reshape(shape), p.step)
+
+
+@_validate.arguments(noise_multipliers="array", sampling_rates="array", steps="ints", value_discretization_interval="number")
+def pld_sequence_curve(
+    noise_multipliers,
+    sampling_rates,
+    steps,
+    *,
+    adjacency: str = "add-remove",
+    sampling: str = "poisson",
+    mechanism: str = "gaussian",
+    value_discretization_interval: float = DEFAULT_INTERVAL,
+    tail_mass: float = DEFAULT_TAIL,
+) -> PrivacyCurve:
+    """One curve for a heterogeneous run: stage k is ``steps[k]`` steps at noise multiplier
+    ``noise_multipliers[k]`` and sampling rate ``sampling_rates[k]`` (1-D, same length), all
+    composed in one FFT (products of the stages' transforms raised to their step counts)."""
+    adjacency, sampling = _normalise_options(adjacency, sampling, mechanism)
+    sigma, q, t, h, tail = _validate_common(noise_multipliers, sampling_rates, steps, value_discretization_interval, tail_mass)
+    if not (sigma.ndim == q.ndim == t.ndim == 1 and sigma.size == q.size == t.size):
+        raise ValueError(f"noise_multipliers, sampling_rates and steps must be 1-D of the same length; got shapes "
+                         f"{sigma.shape}, {q.shape}, {t.shape}")
+    subsampled = bool(np.any(q < 1))
+    kinds, result = _kinds(adjacency, sampling, mechanism, subsampled)
+    bracket = _bracket_for(kinds, sigma[None, :], q[None, :], t[None, :], h, tail, (), adjacency)
+    prov = Provenance(
+        result=f"PLD accountant: {result}, {sigma.size} stages ({int(t.sum())} steps) composed by FFT (h={h:g})",
+        mode="bound",
+        assumptions=_assumptions(adjacency, sampling, mechanism, subsampled),
+    )
+    return PrivacyCurve.from_pld(bracket, prov)
+
+
+@_validate.arguments(noise_multiplier="numbers", sampling_rate="numbers", steps="ints", delta="numbers")
+def pld_epsilons(
+    noise_multiplier,
+    sampling_rate,
+    steps,
+    delta,
+    *,
+    adjacency: str = "add-remove",
+    sampling: str = "poisson",
+    mechanism: str = "gaussian",
+    value_discretization_interval: float = DEFAULT_INTERVAL,
+    tail_mass: float = DEFAULT_TAIL,
+    optimistic: bool = True,
+) -> tuple:
+    """(pessimistic, optimistic) eps at ``delta`` (a scalar) for a batch of configurations,
+    without keeping the PLDs (the fast path for many configurations: nothing but the answers
+    leaves the device). ``optimistic=False`` skips the optimistic side (NaN there), halving
+    the work when only the bound is wanted."""
+    adjacency, sampling = _normalise_options(adjacency, sampling, mechanism)
+    sigma, q, t, h, tail = _validate_common(noise_multiplier, sampling_rate, steps, value_discretization_interval, tail_mass)
+    d = np.asarray(delta, dtype=np.float64)
+    if d.ndim != 0 or not (0 < d < 1):
+        raise ValueError(f"delta={delta!r} violates 0 < delta < 1 (a scalar)")
+    shape = np.broadcast_shapes(sigma.shape, q.shape, t.shape)
+    sigma_b, q_b, t_b = (np.broadcast_to(a, shape).reshape(-1, 1) for a in (sigma, q, t))
+    kinds, _ = _kinds(adjacency, sampling, mechanism, bool(np.any(q_b < 1)))
+    pess = opt = None
+    for kind in kinds:
+        res = _run(kind, sigma_b, q_b, t_b, h, tail, deltas=np.array([float(d)]), keep=False, optimistic=optimistic)
+        p, o = res["eps_pess"][:, 0], res["eps_opt"][:, 0]
+        pess = p if pess is None else np.maximum(pess, p)
+        opt = o if opt is None else np.maximum(opt, o)
+    return pess.reshape(shape), opt.reshape(shape)
+
+
+__all__ = ["PLDBracket", "pld_curve", "pld_sequence_curve", "pld_epsilons", "compose_plds"]
