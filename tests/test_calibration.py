@@ -9,6 +9,7 @@ a fixed-step bisection to the same precision.
 """
 from __future__ import annotations
 
+import functools
 import math
 import pathlib
 import sys
@@ -241,10 +242,14 @@ def test_bad_inputs_get_clear_errors(entry):
 # --- the PLD accountant (runs once dpjax.accountants.pld exists) -----------------------------
 def test_pld_calibration_meets_its_target_and_beats_rdp():
     pytest.importorskip("dpjax.accountants.pld")
-    from dpjax.accountants import pld_curve
+    from dpjax.accountants import pld_curve as pld_curve_fine
 
+    # a grid of 1e-3 nats (10x dp_accounting's default) keeps the test fast; the calibration
+    # logic does not depend on it, and PLD stays well below RDP at these sizes
+    options = {"value_discretization_interval": 1e-3}
+    pld_curve = functools.partial(pld_curve_fine, **options)
     for target, delta, q, steps in [(1.0, 1e-5, 0.01, 1000), (4.0, 1e-6, 0.2, 100), (0.8, 1e-5, 1.0, 4)]:
-        res = calibrate_noise_multiplier(target, delta, q, steps, accountant="pld", rtol=1e-4)
+        res = calibrate_noise_multiplier(target, delta, q, steps, accountant="pld", rtol=1e-4, pld_options=options)
         assert res.accountant == "pld"
         # never above, re-evaluated by the same (pessimistic) PLD accountant; the other end above
         assert float(pld_curve(res.value, q, steps).epsilon(delta)) <= target
@@ -253,10 +258,10 @@ def test_pld_calibration_meets_its_target_and_beats_rdp():
         # PLD accounting is tighter than RDP's: it needs no more noise for the same target
         rdp = calibrate_noise_multiplier(target, delta, q, steps, accountant="rdp", rtol=1e-4)
         assert res.value <= rdp.value * (1 + 1e-4)
-    steps_res = calibrate_steps(1.0, 1e-5, 1.0, 0.01, accountant="pld")
+    steps_res = calibrate_steps(1.0, 1e-5, 1.0, 0.01, accountant="pld", pld_options=options)
     assert float(pld_curve(1.0, 0.01, int(steps_res.value)).epsilon(1e-5)) <= 1.0
     assert float(pld_curve(1.0, 0.01, int(steps_res.value) + 1).epsilon(1e-5)) > 1.0
-    rate = calibrate_sampling_rate(1.0, 1e-5, 1.0, 1000, accountant="pld", rtol=1e-4)
+    rate = calibrate_sampling_rate(1.0, 1e-5, 1.0, 1000, accountant="pld", rtol=1e-4, pld_options=options)
     assert float(pld_curve(1.0, rate.value, 1000).epsilon(1e-5)) <= 1.0
 
 

@@ -74,10 +74,8 @@ class Calibration:
 # accountants: eps for arrays of (sigma, q, steps) at delta
 def _pld_curve():
     """dpjax.accountants.pld_curve (the PLD accountant, where this dpjax has it)."""
-    try:
-        from .pld import pld_curve
-    except ImportError:
-        from . import pld_curve  # re-exported under another module
+    from .pld_accountant import pld_curve
+
     return pld_curve
 
 
@@ -124,13 +122,27 @@ class _Accountant:
         if self.name == "rdp":
             orders, rdp = self.per_step_rdp(sigma.astype(np.float64), q.astype(np.float64))
             return rdp_to_epsilon(orders, steps.astype(np.float64)[:, None] * rdp, delta)
-        pld_curve = _pld_curve()
         out = np.empty(sigma.size)
+        if set(self.pld_options) <= _PLD_EPSILONS_OPTIONS:
+            # the batched path: the pessimistic eps of every configuration sharing a delta in one
+            # call, keeping no distributions and skipping the optimistic side (a calibration
+            # needs only the bound); the same numbers as pld_curve(...).epsilon(delta)
+            from .pld_accountant import pld_epsilons
+
+            for d in np.unique(delta):
+                sel = np.flatnonzero(delta == d)
+                out[sel] = pld_epsilons(sigma[sel].astype(np.float64), q[sel].astype(np.float64), steps[sel].astype(np.int64), float(d),
+                                        adjacency=self.adjacency, sampling=self.sampling, optimistic=False, **self.pld_options)[0]
+            return out
+        pld_curve = _pld_curve()
         for i in range(sigma.size):
             curve = pld_curve(float(sigma[i]), float(q[i]), int(steps[i]), adjacency=self.adjacency,
                               sampling=self.sampling, **self.pld_options)
             out[i] = float(np.asarray(curve.epsilon(float(delta[i]))))
         return out
+
+
+_PLD_EPSILONS_OPTIONS = {"mechanism", "value_discretization_interval", "tail_mass"}
 
 
 # ------------------------------------------------------------------------------------------

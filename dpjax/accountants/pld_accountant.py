@@ -366,13 +366,17 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
         sel = np.flatnonzero(n_conf == n)
         n = int(n)
         chunk = _chunk_for(n)
+        # the stage PMFs zero-padded to the FFT length on the host (the FFT pads them anyway):
+        # the compiled program then depends on n alone, not on (n, one step's grid length)
+        pmf_n = np.pad(pmf[sel], ((0, 0), (0, 0), (0, n - plen)))
         for c0 in range(0, sel.size, chunk):
             part = sel[c0 : c0 + chunk]
             pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
+            local = np.concatenate([np.arange(c0, c0 + part.size), np.full(chunk - part.size, c0 + part.size - 1)])
             eps_cols = []
             for d_i, d in enumerate(deltas):
                 outs = _compose_batch(
-                    pmf[pad], inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
+                    pmf_n[local], inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
                     np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0)
                 p_out, inf_out, tau_up, tau_lo, roundoff, eps = [None if o is None else np.asarray(o) for o in outs]
                 eps_cols.append(eps)
