@@ -188,6 +188,7 @@ def _in_chunks(fn, arrays, chunk, **static):
     """Apply a jitted ``fn`` to fixed-size chunks of the leading axis (the last one padded by
     repetition, so every call has the same shapes: one compilation per shape, not per batch)."""
     total = arrays[0].shape[0]
+    chunk = _fit_chunk(chunk, total)
     outs = []
     for c0 in range(0, total, chunk):
         part = np.arange(c0, min(c0 + chunk, total))
@@ -199,6 +200,13 @@ def _in_chunks(fn, arrays, chunk, **static):
 
 def _chunk_for(length):
     return int(max(1, min(64, CHUNK_ELEMENTS // _next_pow2(int(length)))))
+
+
+def _fit_chunk(chunk: int, total: int) -> int:
+    """The chunk size for ``total`` items: ``chunk``, or the power of two just above ``total``
+    when fewer (one configuration is computed once, not padded to 64 copies; the sizes stay
+    powers of two, so the compiled shapes stay few)."""
+    return int(min(chunk, _next_pow2(total)))
 
 
 def _next_pow4(x: int) -> int:
@@ -365,7 +373,7 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
     for n in np.unique(n_conf):
         sel = np.flatnonzero(n_conf == n)
         n = int(n)
-        chunk = _chunk_for(n)
+        chunk = _fit_chunk(_chunk_for(n), sel.size)
         # the stage PMFs zero-padded to the FFT length on the host (the FFT pads them anyway):
         # the compiled program then depends on n alone, not on (n, one step's grid length)
         pmf_n = np.pad(pmf[sel], ((0, 0), (0, 0), (0, n - plen)))
