@@ -43,11 +43,25 @@ def contaminate_t(key, x, p, *, location: float, scale: float, df: int, low: flo
     return jnp.where(jax.random.bernoulli(k_mask, p, x.shape), g, x)
 
 
-def log_posterior(model, theta, x, log_g_x, p):
-    """log pi_0(theta) + sum_i log k_p(x_i; theta) for a scalar theta (unnormalised)."""
+def log_posterior(model, theta, x, log_g_x, p, mask=None):
+    """log pi_0(theta) + sum_i log k_p(x_i; theta) for a scalar theta (unnormalised); ``mask``
+    marks the records (the rest is padding)."""
     th = jnp.reshape(theta, (1,))
     log_f = model.log_f(x, th) - model.log_normaliser(th)
-    return model.log_prior(th) + jnp.sum(log_mix(log_f, log_g_x, p))
+    terms = log_mix(log_f, log_g_x, p)
+    return model.log_prior(th) + jnp.sum(terms if mask is None else jnp.where(mask, terms, 0.0))
+
+
+def _mask(x, num_valid):
+    return None if num_valid is None else jnp.arange(x.shape[0]) < num_valid
+
+
+def masked_median(x, num_valid=None):
+    """The median of the first ``num_valid`` entries of x (all of them when None)."""
+    if num_valid is None:
+        return jnp.median(x)
+    s = jnp.sort(jnp.where(jnp.arange(x.shape[0]) < num_valid, x, jnp.inf))
+    return 0.5 * (s[(num_valid - 1) // 2] + s[num_valid // 2])
 
 
 def proposal_sd(sigma: float, n: int, p: float) -> float:
@@ -55,12 +69,14 @@ def proposal_sd(sigma: float, n: int, p: float) -> float:
     return 2.4 * sigma / float(np.sqrt(n * (1.0 - p)))
 
 
-def rwm_chain(key, model, x, p, *, step, num_steps: int, record_steps=()):
+def rwm_chain(key, model, x, p, *, step, num_steps: int, record_steps=(), num_valid=None):
     """One random-walk Metropolis chain on the contaminated posterior given records ``x`` (n,),
-    started at median(x). Returns (last state, acceptance rate, states at ``record_steps``)."""
+    started at median(x). Returns (last state, acceptance rate, states at ``record_steps``).
+    ``num_valid``: only the first ``num_valid`` entries of x are records (padding after)."""
     log_g_x = model.log_g(x)
-    theta0 = jnp.median(x)
-    lp0 = log_posterior(model, theta0, x, log_g_x, p)
+    mask = _mask(x, num_valid)
+    theta0 = masked_median(x, num_valid)
+    lp0 = log_posterior(model, theta0, x, log_g_x, p, mask)
     record = jnp.asarray(record_steps, dtype=jnp.int32)
 
     def step_fn(carry, inputs):
@@ -68,7 +84,7 @@ def rwm_chain(key, model, x, p, *, step, num_steps: int, record_steps=()):
         t, k = inputs
         k_prop, k_acc = jax.random.split(k)
         proposal = theta + step * jax.random.normal(k_prop, dtype=x.dtype)
-        lp_prop = log_posterior(model, proposal, x, log_g_x, p)
+        lp_prop = log_posterior(model, proposal, x, log_g_x, p, mask)
         accept = jnp.log(jax.random.uniform(k_acc, dtype=x.dtype)) < lp_prop - lp
         theta = jnp.where(accept, proposal, theta)
         lp = jnp.where(accept, lp_prop, lp)
@@ -82,13 +98,14 @@ def rwm_chain(key, model, x, p, *, step, num_steps: int, record_steps=()):
     return theta, accepted / num_steps, kept
 
 
-def posterior_by_quadrature(model, x, p, *, centre, half_width, num_points: int = 4001):
+def posterior_by_quadrature(model, x, p, *, centre, half_width, num_points: int = 4001, num_valid=None):
     """The contaminated posterior on a grid over centre +- half_width (trapezoid rule): returns
     (grid, cdf, mean, sd). The grid must cover the posterior's mass; the caller checks that the
     density at both ends is negligible (returned as ``edge_density`` relative to the peak)."""
     grid = jnp.linspace(centre - half_width, centre + half_width, num_points, dtype=x.dtype)
     log_g_x = model.log_g(x)
-    lp = jax.lax.map(lambda t: log_posterior(model, t, x, log_g_x, p), grid)
+    mask = _mask(x, num_valid)
+    lp = jax.lax.map(lambda t: log_posterior(model, t, x, log_g_x, p, mask), grid)
     dens = jnp.exp(lp - jnp.max(lp))
     h = grid[1] - grid[0]
     cells = 0.5 * (dens[1:] + dens[:-1]) * h

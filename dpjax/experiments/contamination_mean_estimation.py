@@ -17,7 +17,10 @@ the figure shows boxplots over datasets of log10 MSE per n, as the paper's Figur
 * CoinPress and the clipped mean (:mod:`dpjax.experiments._private_mean`), each at rho_n from
   the exact conversion of (eps_hat_n, delta_n) (rho + 2 sqrt(rho log 1/delta) = eps) and from
   the paper's rule (rho = eps^2 / (2 log 1/delta), about twice as much):
-  :func:`dpjax.accountants.contamination.zcdp_budget`.
+  :func:`dpjax.accountants.contamination.zcdp_budget`; and, not in the paper, at the largest
+  rho for which these Gaussian compositions are tightly (eps_hat_n, delta_n)-DP (they are
+  mu-GDP with mu = sqrt(2 rho)): the zCDP -> (eps, delta) conversion is loose for a Gaussian,
+  and the paper's rule lands close to this tight budget (within 0-13% for n >= 1000).
 
 Budgets: ``--budgets dpjax`` (default) uses dpjax's own Table 1 (the full `contamination-mean`
 run: the privacy dpjax's estimator attributes to this very sampler), ``paper`` the printed one.
@@ -47,6 +50,7 @@ DPJAX_EPSILON_HAT = [3.20, 1.10, 0.81, 0.52, 0.387, 0.275, 0.189]
 QUICK_N = [100, 1000, 5000]
 THETA_STAR, SIGMA = 30.0, 8.0
 METHODS = ("bayes", "coinpress3", "coinpress10", "clipped")
+RULES = ("exact", "paper", "tight")
 LABELS = {"bayes": "Bayesian (RWM draw)", "coinpress3": "CoinPress, 3 it.", "coinpress10": "CoinPress, 10 it.",
           "clipped": "quantile + clipped mean", "nonprivate": "sample mean (not private)"}
 
@@ -68,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budgets", choices=["dpjax", "paper"], default="dpjax", help="Table 1's eps_hat: dpjax's values (default) or the printed ones")
     parser.add_argument("--contamination", choices=["per-repetition", "once"], default="per-repetition",
                         help="fresh contamination per repetition (the mechanism's noise, default) or once per dataset, seen by every method")
-    parser.add_argument("--chain-steps", type=int, default=100, help="random-walk Metropolis steps per draw (default 100)")
+    parser.add_argument("--chain-steps", type=int, default=None, help="random-walk Metropolis steps per draw (default 100, --quick 50)")
     parser.add_argument("--coinpress-centre", type=float, default=30.0, help="CoinPress's starting centre (default 30, the data interval's)")
     parser.add_argument("--coinpress-radius", type=float, default=300.0, help="CoinPress's starting radius (default 300, half the data interval)")
     parser.add_argument("--clip-levels", type=_levels, default=(0.05, 0.95), help="quantile levels of the clipping range (default 0.05,0.95)")
@@ -77,6 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check-datasets", type=int, default=None, help="datasets per n in the KS check (default 3, --quick 1)")
     parser.add_argument("--sensitivity-n", type=int, default=1000, help="n of the sensitivity runs (one of Table 1's; default 1000)")
     parser.add_argument("--no-sensitivity", action="store_true", help="skip the sensitivity runs")
+    parser.add_argument("--pad-records", action="store_true",
+                        help="pad every dataset to the run's largest n: one compile for all n, more compute (for tiny runs)")
     parser.add_argument("--chunk-elements", type=int, default=4_000_000, help="records x chains per compiled batch (memory; default 4e6)")
 
 
@@ -88,6 +94,8 @@ def _settings(args):
         K=args.K if args.K is not None else (20 if quick else 1000),
         reps=args.reps if args.reps is not None else (50 if quick else 1000),
         check_datasets=args.check_datasets if args.check_datasets is not None else (1 if quick else 3),
+        pad=bool(args.pad_records),
+        chain_steps=args.chain_steps if args.chain_steps is not None else (50 if quick else 100),
     )
 
 
@@ -100,8 +108,8 @@ def _validate(args, cfg) -> None:
             raise ValueError(f"--{name.replace('_', '-')}={cfg[name]} violates an integer >= 2")
     if cfg["check_datasets"] < 0:
         raise ValueError(f"--check-datasets={cfg['check_datasets']} violates >= 0")
-    if args.chain_steps < 1:
-        raise ValueError(f"--chain-steps={args.chain_steps} violates >= 1")
+    if cfg["chain_steps"] < 1:
+        raise ValueError(f"--chain-steps={cfg['chain_steps']} violates >= 1")
     if not args.coinpress_radius > 0:
         raise ValueError(f"--coinpress-radius={args.coinpress_radius} violates > 0")
     if not 0 < args.quantile_fraction < 1:
@@ -113,10 +121,14 @@ def _validate(args, cfg) -> None:
 def _budgets(n, budgets):
     from ..accountants.contamination import zcdp_budget
 
+    from ._private_mean import gaussian_composition_rho
+
     table = DPJAX_EPSILON_HAT if budgets == "dpjax" else PAPER_EPSILON_HAT
     eps = table[PAPER_N.index(n)]
     delta = 1.0 / (10.0 * n)
-    return eps, delta, {rule: float(zcdp_budget(eps, delta, rule=rule)) for rule in ("exact", "paper")}
+    rho = {rule: float(zcdp_budget(eps, delta, rule=rule)) for rule in ("exact", "paper")}
+    rho["tight"] = gaussian_composition_rho(eps, delta)
+    return eps, delta, rho
 
 
 @functools.lru_cache(maxsize=None)
@@ -135,9 +147,10 @@ def _frequentist_batched(search_steps: int):
         out = {}
         for name, k, t in (("coinpress3", k3, 3), ("coinpress10", k10, 10)):
             out[name], _ = pm.coinpress_mean(k, x, centre=prm["centre"], radius=prm["radius"], scale=SIGMA,
-                                             rho_steps=pm.coinpress_budget(prm["rho"], t))
+                                             rho_steps=pm.coinpress_budget(prm["rho"], t), num_valid=prm["num_valid"])
         out["clipped"], _ = pm.quantile_clipped_mean(kc, x, prm["rho"], low=low, high=high, levels=(prm["level_low"], prm["level_high"]),
-                                                     quantile_fraction=prm["fraction"], search_steps=search_steps)
+                                                     quantile_fraction=prm["fraction"], search_steps=search_steps,
+                                                     num_valid=prm["num_valid"])
         return out
 
     return jax.jit(jax.vmap(lambda ks, x, prm: jax.vmap(lambda k: one(k, x, prm))(ks), in_axes=(0, 0, None)))
@@ -150,7 +163,7 @@ def record_steps(num_steps: int) -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def _bayes_batched(num_steps: int):
-    """jit((keys (B, m), x (B, n), p, step, once) -> (theta, acceptance, states at
+    """jit((keys (B, m), x (B, n), p, step, once, num_valid) -> (theta, acceptance, states at
     :func:`record_steps`) over (B, m)): per repetition, contaminate the records (unless ``once``:
     then x is already contaminated) and run a random-walk Metropolis chain. ``once`` is traced,
     so the KS check (many chains on one contaminated dataset) reuses the compiled function."""
@@ -163,13 +176,14 @@ def _bayes_batched(num_steps: int):
     model = truncated_normal_mean_contamination()
     record = record_steps(num_steps)
 
-    def draw(k, x, p, step, once):
+    def draw(k, x, p, step, once, num_valid):
         kc, kr = jax.random.split(k)
         fresh = contaminate_t(kc, x, p, location=THETA_STAR, scale=SIGMA, df=5, low=THETA_STAR - 300.0, high=THETA_STAR + 300.0)
-        return rwm_chain(kr, model, jnp.where(once, x, fresh), p, step=step, num_steps=num_steps, record_steps=record)
+        return rwm_chain(kr, model, jnp.where(once, x, fresh), p, step=step, num_steps=num_steps, record_steps=record,
+                         num_valid=num_valid)
 
-    inner = lambda ks, x, p, step, once: jax.vmap(lambda k: draw(k, x, p, step, once))(ks)
-    return jax.jit(jax.vmap(inner, in_axes=(0, 0, None, None, None)))
+    inner = lambda ks, x, p, step, once, nv: jax.vmap(lambda k: draw(k, x, p, step, once, nv))(ks)
+    return jax.jit(jax.vmap(inner, in_axes=(0, 0, None, None, None, None)))
 
 
 def _batched_over_datasets(fn, keys, data, batch, *extra):
@@ -184,6 +198,20 @@ def _batched_over_datasets(fn, keys, data, batch, *extra):
         keep = min(batch, K - start)
         parts.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[:keep], fn(keys[idx], data[idx], *extra)))
     return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *parts)
+
+
+def _padded_size(n, cfg):
+    """Records per dataset as compiled: n, or the run's largest n with ``pad`` (one compile for
+    the whole run; compiling dominates small runs, padding costs compute at large ones)."""
+    return max(cfg["n_values"]) if cfg["pad"] and n <= max(cfg["n_values"]) else n
+
+
+def _pad(x, width):
+    """Pad the last axis of x to ``width`` with theta* (masked out downstream)."""
+    import jax.numpy as jnp
+
+    extra = width - x.shape[-1]
+    return x if extra == 0 else jnp.concatenate([x, jnp.full(x.shape[:-1] + (extra,), THETA_STAR, x.dtype)], axis=-1)
 
 
 def _per_dataset_stats(estimates):
@@ -209,35 +237,42 @@ def _run_n(n, cfg, args, key, *, variants=None, bayes=True):
                 quantile_fraction=args.quantile_fraction, search_steps=args.search_steps)
     k_data, k_cont, k_bayes, k_freq = jax.random.split(key, 4)
     theta_star = jnp.array([THETA_STAR])
-    clean = jax.vmap(lambda k: model.sample_f(k, theta_star, n))(jax.random.split(k_data, K))  # (K, n)
+    width = _padded_size(n, cfg)
+    clean = _pad(jax.vmap(lambda k: model.sample_f(k, theta_star, n))(jax.random.split(k_data, K)), width)  # (K, width)
     once = args.contamination == "once"
-    contaminated_once = jax.vmap(lambda k, x: model.contaminate(k, x, theta_star, p))(jax.random.split(k_cont, K), clean) if once else None
+    contaminated_once = _pad(jax.vmap(lambda k, x: model.contaminate(k, x, theta_star, p))(jax.random.split(k_cont, K), clean[:, :n]),
+                             width) if once else None
+    num_valid = jnp.asarray(n)
     seen = contaminated_once if once else clean  # what the frequentist methods see
     step = proposal_sd(SIGMA, n, p)
     out, diag = {}, {}
-    batch = max(1, min(K, args.chunk_elements // (m * n)))
+    batch = max(1, min(K, args.chunk_elements // (m * width)))
     if bayes:
         keys = jax.random.split(k_bayes, K * m).reshape(K, m, -1)
-        theta, acc, _ = _batched_over_datasets(_bayes_batched(args.chain_steps), keys, contaminated_once if once else clean, batch,
-                                               jnp.asarray(p), jnp.asarray(step), jnp.asarray(once))
+        theta, acc, _ = _batched_over_datasets(_bayes_batched(cfg["chain_steps"]), keys, contaminated_once if once else clean, batch,
+                                               jnp.asarray(p), jnp.asarray(step), jnp.asarray(once), num_valid)
         out["bayes"] = _per_dataset_stats(theta)
         diag["acceptance_mean"] = float(acc.mean())
         diag["acceptance_range"] = [float(acc.min()), float(acc.max())]
 
     freq = _frequentist_batched(args.search_steps)
-    for rule in ("exact", "paper"):
-        keys = jax.random.split(jax.random.fold_in(k_freq, 0 if rule == "exact" else 1), K * m).reshape(K, m, -1)
+    for i_rule, rule in enumerate(RULES):
+        keys = jax.random.split(jax.random.fold_in(k_freq, i_rule), K * m).reshape(K, m, -1)
         for label, variant in (variants or {"": {}}).items():
             o = {**opts, **variant}
             prm = {k: jnp.asarray(v) for k, v in dict(rho=rho[rule], centre=o["coinpress_centre"], radius=o["coinpress_radius"],
                                                       level_low=o["clip_levels"][0], level_high=o["clip_levels"][1],
-                                                      fraction=o["quantile_fraction"]).items()}
+                                                      fraction=o["quantile_fraction"], num_valid=n).items()}
             res = _batched_over_datasets(freq, keys, seen, batch, prm)
             for name, est in res.items():
                 out[f"{name}{label}_{rule}"] = _per_dataset_stats(est)
-    means = np.asarray(jnp.mean(seen, axis=1))
+    means = np.asarray(jnp.mean(seen[:, :n], axis=1))
     out["nonprivate"] = dict(bias=means - THETA_STAR, variance=np.zeros(K), mse=(means - THETA_STAR) ** 2)
-    return out, dict(contamination_rate=p, epsilon=eps, delta=delta, rho_exact=rho["exact"], rho_paper=rho["paper"],
+    from ..accountants import analytic_gaussian_epsilon
+
+    # what each rho buys a Gaussian composition, tightly (mu-GDP with mu = sqrt(2 rho))
+    tight_eps = {f"tight_epsilon_{r}": analytic_gaussian_epsilon(math.sqrt(2.0 * rho[r]), delta) for r in RULES}
+    return out, dict(contamination_rate=p, epsilon=eps, delta=delta, **{f"rho_{r}": rho[r] for r in RULES}, **tight_eps,
                      proposal_sd=step, **diag)
 
 
@@ -255,18 +290,21 @@ def _convergence_check(n, cfg, args, key):
     p = n ** -0.125
     step = proposal_sd(SIGMA, n, p)
     K, m = cfg["K"], cfg["reps"]
-    batch = max(1, min(K, args.chunk_elements // (m * n)))
-    fn = _bayes_batched(args.chain_steps)
-    record = record_steps(args.chain_steps)
+    width = _padded_size(n, cfg)
+    batch = max(1, min(K, args.chunk_elements // (m * width)))
+    fn = _bayes_batched(cfg["chain_steps"])
+    record = record_steps(cfg["chain_steps"])
     rows = []
     for j in range(cfg["check_datasets"]):
         kd, kc = jax.random.split(jax.random.fold_in(key, j))
         x = model.simulate(kd, jnp.array([THETA_STAR]), n, p)
         keys = jax.random.split(kc, batch * m).reshape(batch, m, -1)
-        _, acc, kept = fn(keys, jnp.broadcast_to(x, (batch, n)), jnp.asarray(p), jnp.asarray(step), jnp.asarray(True))
+        _, acc, kept = fn(keys, jnp.broadcast_to(_pad(x, width), (batch, width)), jnp.asarray(p), jnp.asarray(step), jnp.asarray(True),
+                          jnp.asarray(n))
         kept = np.asarray(kept).reshape(batch * m, len(record))
         approx_sd = SIGMA / math.sqrt(n * (1 - p))
-        grid, cdf, mean, sd, edge = posterior_by_quadrature(model, x, p, centre=float(jnp.median(x)), half_width=40 * approx_sd)
+        grid, cdf, mean, sd, edge = posterior_by_quadrature(model, _pad(x, width), p, centre=float(jnp.median(x)), half_width=40 * approx_sd,
+                                                            num_valid=jnp.asarray(n))
         ks = [ks_against_cdf(kept[:, i], grid, cdf) for i in range(len(record))]
         rows.append(dict(steps=list(record), chains=batch * m, ks_statistic=[k[0] for k in ks], ks_pvalue=[k[1] for k in ks],
                          chain_mean=float(kept[:, -1].mean()), chain_sd=float(kept[:, -1].std()), posterior_mean=float(mean),
@@ -286,7 +324,7 @@ def _claims(results):
     """The paper's qualitative claims, checked on the medians over datasets (per rule)."""
     n = results["n"]
     claims = {}
-    for rule in ("exact", "paper"):
+    for rule in RULES:
         med = {m: np.array([results["summary"][str(k)][m if m == "bayes" else f"{m}_{rule}"]["median_mse"] for k in n]) for m in METHODS}
         iqr = {m: np.array([results["summary"][str(k)][m if m == "bayes" else f"{m}_{rule}"]["iqr_log10_mse"] for k in n]) for m in METHODS}
         best_cp = np.minimum(med["coinpress3"], med["coinpress10"])
@@ -366,7 +404,7 @@ def run(args: argparse.Namespace):
             results["budgets"][str(n)] = info
             results["convergence"][str(n)] = check
             s = results["summary"][str(n)]
-            print(f"n={n:>6}  rho exact {info['rho_exact']:.4g} (paper {info['rho_paper']:.4g})  median MSE: "
+            print(f"n={n:>6}  rho exact {info['rho_exact']:.4g} (paper {info['rho_paper']:.4g}, tight {info['rho_tight']:.4g})  median MSE: "
                   + ", ".join(f"{k} {s[k if k in ('bayes', 'nonprivate') else k + '_exact']['median_mse']:.3g}"
                               for k in (*METHODS, "nonprivate")), flush=True)
         if not args.no_sensitivity:
@@ -382,10 +420,12 @@ def run(args: argparse.Namespace):
         "epsilon_hat_source": ("dpjax's Table 1 (`dpjax reproduce contamination-mean`, K = 1000)" if args.budgets == "dpjax"
                                else "paper 003, Table 1 as printed"),
         "zcdp_rules": {"exact": "rho + 2 sqrt(rho log(1/delta)) = eps (Bun & Steinke 2016, Prop 1.3)",
-                       "paper": "rho = eps^2 / (2 log(1/delta)) (the paper's reading; ~2x the exact rho, i.e. ~sqrt(2) eps_hat-DP)"},
+                       "paper": "rho = eps^2 / (2 log(1/delta)) (the paper's reading; ~2x the exact rho, i.e. ~sqrt(2) eps_hat-DP)",
+                       "tight": "the largest rho whose Gaussian composition (mu-GDP, mu = sqrt(2 rho)) is tightly (eps, delta)-DP "
+                                "(Balle & Wang 2018, Thm 8; not in the paper)"},
         "contamination": args.contamination,
         "bayes": f"RWM from the median of the contaminated records, proposal sd 2.4 sigma / sqrt(n (1 - p)), "
-                 f"{args.chain_steps} steps, last state kept (chosen here)",
+                 f"{cfg['chain_steps']} steps, last state kept (chosen here)",
         "coinpress": dict(start_centre=args.coinpress_centre, start_radius=args.coinpress_radius, beta=0.01,
                           budget_split="rho/(4(t-1)) per localisation step, 3 rho/4 for the last (the CoinPress authors' experiments)",
                           known_sd=SIGMA, note="start interval chosen here: the data interval's centre +- half its width"),
@@ -407,9 +447,11 @@ def _figure(results):
     import matplotlib.pyplot as plt
 
     n = results["n"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(18, 4.8), sharey=True)
     colours = {"bayes": "C0", "coinpress3": "C1", "coinpress10": "C2", "clipped": "C3"}
-    for ax, rule in zip(axes, ("exact", "paper")):
+    titles = {"exact": "rho: exact zCDP conversion", "paper": "rho: the paper's conversion (~2x)",
+              "tight": "rho: tight for a Gaussian composition"}
+    for ax, rule in zip(axes, RULES):
         width = 0.18
         for j, method in enumerate(METHODS):
             key = method if method == "bayes" else f"{method}_{rule}"
@@ -425,7 +467,7 @@ def _figure(results):
         ax.set_xticks(np.arange(len(n)))
         ax.set_xticklabels([f"{k:,}" for k in n])
         ax.set_xlabel("n")
-        ax.set_title(f"rho from the {'exact' if rule == 'exact' else 'paper' + chr(39) + 's'} zCDP conversion")
+        ax.set_title(titles[rule], fontsize=10)
     axes[0].set_ylabel("log10 MSE over repetitions, per dataset")
     axes[0].legend(fontsize=7, loc="lower left")
     fig.suptitle(f"Paper 003, Figure 1: private mean estimation (K = {results['settings']['K']} datasets x "
