@@ -32,6 +32,7 @@ EXPERIMENTS = {
     "contamination-logistic": "contamination_logistic",
     "contamination-linear": "contamination_linear",
     "contamination-cauchy": "contamination_cauchy",
+    "contamination-mean-estimation": "contamination_mean_estimation",
     "expfam-beta": "expfam_beta",
     "mcmc-asymptotic": "mcmc_asymptotic",
     "noisy-monte-carlo": "noisy_monte_carlo",
