@@ -98,6 +98,33 @@ def _discretise_one(kind: str, length: int, step: float, sigma, q, k_lo):
     return pess, pess_inf, opt, jnp.zeros(())
 
 
+DISCRETISE_BLOCK = 2048  # grid cells per block of the blocked discretisation
+
+
+def _discretise_block(kind: str, step: float, sigma, q, k_first, num_cells):
+    """One block of :func:`_discretise_one`'s work on a longer grid: the cells between points
+    (k_first + j) h and (k_first + j + 1) h, j < DISCRETISE_BLOCK, of which the first
+    ``num_cells`` are real (the rest carry no mass). Returns (pess (B+1,): each cell's
+    connect-the-dots mass at its two ends, to be overlap-added with the next block's; opt
+    (B,): each cell's mass at its lower end; log P(L <= first point); log P(L > point
+    num_cells), the mass above the grid when this is the last block).
+
+    Blocks make the work proportional to each grid's own length (no padding of short grids to
+    a common one) with one compiled program for any length."""
+    b = DISCRETISE_BLOCK
+    tails = pld_pairs.TAILS[kind]
+    losses = (k_first + jnp.arange(b + 1)) * step
+    p_sf, p_cdf, q_sf, q_cdf = tails(losses, sigma, q)
+    log_p_cell = _cell_log_masses(p_sf, p_cdf)
+    log_q_cell = _cell_log_masses(q_sf, q_cdf)
+    real = jnp.arange(b) < num_cells
+    p_cell = jnp.where(real, jnp.exp(log_p_cell), 0.0)
+    ratio = jnp.where(jnp.isfinite(log_p_cell), log_q_cell - log_p_cell + losses[1:], 0.0)
+    share_low = jnp.clip(jnp.expm1(jnp.clip(ratio, 0.0, step)) / math.expm1(step), 0.0, 1.0)
+    pess = jnp.zeros(b + 1).at[:-1].add(share_low * p_cell).at[1:].add((1.0 - share_low) * p_cell)
+    return pess, p_cell, p_cdf[0], p_sf[num_cells]
+
+
 def _suffix_decayed(c, decay):
     """y_k = sum_{i >= k} c_i decay^(i - k), by an associative scan (no overflow for any length)."""
 

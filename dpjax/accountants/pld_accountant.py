@@ -172,10 +172,46 @@ def _next_pow2(x: int) -> int:
     return 1 << max(0, int(math.ceil(math.log2(max(int(x), 1)))))
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "length", "step"))
-def _discretise_batch(sigma, q, k_lo, kind, length, step):
-    fn = lambda s, r, k: _pld._discretise_one(kind, length, step, s, r, k)  # noqa: E731
-    return jax.vmap(jax.vmap(fn))(sigma, q, k_lo)
+@functools.partial(jax.jit, static_argnames=("kind", "step"))
+def _blocks_batch(sigma, q, k_first, num_cells, kind, step):
+    fn = lambda s, r, k, m: _pld._discretise_block(kind, step, s, r, k, m)  # noqa: E731
+    return jax.vmap(fn)(sigma, q, k_first, num_cells)
+
+
+BLOCKS_PER_CALL = 256  # blocks of DISCRETISE_BLOCK cells per call of the blocked discretisation
+
+
+def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step):
+    """One step's pessimistic and optimistic PMFs for every (configuration, stage) item of the
+    (B, S) arrays, each on its own grid k_lo..k_hi (work proportional to its length, by blocks:
+    :func:`dpjax.accountants.pld._discretise_block`), returned zero-padded to ``width`` points:
+    (pess (B, S, width), pess_inf (B, S), opt (B, S, width), opt_inf (B, S) = 0)."""
+    shape = np.shape(sigma)
+    sig, qq, lo, hi = (np.asarray(a).reshape(-1) for a in (sigma, q, k_lo, k_hi))
+    b = _pld.DISCRETISE_BLOCK
+    cells = (hi - lo).astype(np.int64)  # points - 1 (>= 1)
+    nb = np.maximum(1, -(-cells // b))
+    item = np.repeat(np.arange(sig.size), nb)
+    off = (np.arange(int(nb.sum())) - np.repeat(np.cumsum(nb) - nb, nb)) * b
+    num_cells = np.clip(cells[item] - off, 0, b)
+    pess_b, opt_b, log_cdf0, log_sf_last = _in_chunks(
+        _blocks_batch, (sig[item], qq[item], (lo[item] + off).astype(np.int64), num_cells.astype(np.int64)), BLOCKS_PER_CALL,
+        kind=kind, step=step)
+    full = max(int(width), int(nb.max()) * b + 1)
+    cols = off[:, None] + np.arange(b)[None, :]
+    pess = np.zeros((sig.size, full))
+    pess[item[:, None], cols] = pess_b[:, :b]  # disjoint within an item
+    np.add.at(pess, (item, off + b), pess_b[:, b])  # the point shared with the next block
+    opt = np.zeros((sig.size, full))
+    opt[item[:, None], cols] = opt_b
+    first = off == 0
+    pess[item[first], 0] += np.exp(log_cdf0[first])  # the mass below the grid, moved up to its lowest point
+    last = (cells[item] - off) <= b
+    pess_inf = np.zeros(sig.size)
+    pess_inf[item[last]] = np.exp(log_sf_last[last])  # the mass above the grid -> +inf
+    opt[item[last], cells[item[last]]] += np.exp(log_sf_last[last])  # rounded down to the top point
+    pess, opt = pess[:, :width], opt[:, :width]
+    return pess.reshape(shape + (width,)), pess_inf.reshape(shape), opt.reshape(shape + (width,)), np.zeros(shape)
 
 
 @functools.partial(jax.jit, static_argnames=("k_top", "length", "step", "base"))
@@ -288,8 +324,12 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
         raise ValueError(
             f"value_discretization_interval={step:g} is too fine for noise_multiplier={float(np.min(sigma[worst])):.4g}: "
             f"one step's loss range needs {int(length_each[worst])} grid points (> {max_grid}); use a coarser interval")
-    # one step's grid length is shared by the configurations of a chunk: group by its power of two
-    length_pow2 = np.array([_next_pow4(x) for x in length_each])  # powers of 4: few shapes to compile
+    # one step's grid length is shared by the configurations of a chunk: group by its power of
+    # two (the symmetrised pairs by powers of 4: each length compiles their discretisation)
+    if kind.startswith("symmetrised_"):
+        length_pow2 = np.array([_next_pow4(x) for x in length_each])
+    else:
+        length_pow2 = np.array([max(_next_pow2(x), 1024) for x in length_each])
     results = {}
     for length in np.unique(length_pow2):
         idx = np.flatnonzero(length_pow2 == length)
@@ -328,9 +368,8 @@ def _run_group(plan, idx, length, step, tail, deltas, keep, max_grid, optimistic
                 (opt_r, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False),
                 (opt_a, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False)]
     else:
-        k_lo = np.minimum(plan.k_lo[idx], plan.k_hi[idx] - length + 1)  # grid of `length` points ending at or above k_hi
-        pess, pess_inf, opt, opt_inf = _in_chunks(_discretise_batch, (sigma, q, k_lo), _chunk_for(length * sigma.shape[1]),
-                                                  kind=plan.kind, length=length, step=step)
+        k_lo = plan.k_lo[idx]
+        pess, pess_inf, opt, opt_inf = _discretise_exact(plan.kind, sigma, q, k_lo, plan.k_hi[idx], length, step)
         sets = [(pess, pess_inf, k_lo, True), (opt, opt_inf, k_lo, False)]
 
     if not optimistic:
