@@ -58,6 +58,7 @@ import numpy as np
 
 from .curve import PrivacyCurve, Provenance
 from .. import _validate
+from .._floats import product as _prod
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -150,27 +151,6 @@ def _constant(value) -> float:
     if not C >= 0:  # NaN fails too
         raise ValueError(f"constant={_fmt(C)} violates constant >= 0 (+inf allowed: no guarantee) required by the Girsanov bound")
     return C
-
-
-def _prod(*factors: float) -> float:
-    """The product of non-negative factors, +inf when it exceeds float64 (never OverflowError,
-    never a NaN from 0 * inf: a zero factor gives 0, as in the bound's closed form). Mantissas
-    and exponents are multiplied separately, so an intermediate overflow (c^2 with c = 1e200
-    times gamma = 1e-200) does not turn a representable result into +inf; scaling by powers of
-    two is exact, so the rounding is that of the plain product."""
-    if any(f == 0 for f in factors):
-        return 0.0
-    mantissa, exponent = 1.0, 0
-    for f in factors:
-        if math.isinf(f):
-            return math.inf
-        m, e = math.frexp(f)
-        mantissa, extra = math.frexp(mantissa * m)
-        exponent += e + extra
-    try:
-        return math.ldexp(mantissa, exponent)
-    except OverflowError:
-        return math.inf
 
 
 def _mode(mode: str) -> str:
