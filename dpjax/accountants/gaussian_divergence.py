@@ -104,12 +104,20 @@ def _whitened(mean1, cov1, mean2, cov2, names=("mean1", "cov1", "mean2", "cov2")
     eig, vec = linalg.eigh(w)
     eig = np.maximum(eig, -1.0 + 1e-300)  # eigenvalues of S2^{-1}S1 minus 1 are > -1
     z = vec.T @ linalg.solve_triangular(chol2, m1 - m2, lower=True)
+    # log(1 + mu) - mu: near mu = 0 from mu itself; near mu = -1 (S1 far narrower than S2 along
+    # some direction, e.g. variances 1 and 1e300) from the eigenvalues of S2^{-1}S1 themselves,
+    # since 1 + mu rounds to 0 there (and the divergence would come out +inf instead of finite).
+    ratio = linalg.solve_triangular(chol2, c1, lower=True)
+    ratio = linalg.solve_triangular(chol2, ratio.T, lower=True)
+    lam = np.maximum(linalg.eigvalsh(0.5 * (ratio + ratio.T)), 1e-320)
+    with np.errstate(divide="ignore"):
+        f_eig = np.where(eig < -0.5, np.log(lam) - eig, log1p_minus_x(eig))
     if not (np.all(np.isfinite(eig)) and np.all(np.isfinite(z))):
         raise ValueError(
             f"{names[0]}, {names[1]}, {names[2]}, {names[3]}: the whitened covariance ratio or mean gap overflows "
             "float64 (the two Gaussians are too far apart to resolve)"
         )
-    return eig, z
+    return eig, z, f_eig
 
 
 def _check_order(order) -> np.ndarray:
@@ -128,8 +136,8 @@ def gaussian_kl(mean1, cov1, mean2, cov2) -> float:
 
     Scalars are read as 1-D (a scalar covariance is a variance); a 1-D covariance as a diagonal.
     """
-    eig, z = _whitened(mean1, cov1, mean2, cov2)
-    return float(0.5 * (-np.sum(log1p_minus_x(eig)) + np.sum(z * z)))
+    eig, z, f_eig = _whitened(mean1, cov1, mean2, cov2)
+    return float(0.5 * (-np.sum(f_eig) + np.sum(z * z)))
 
 
 @_validate.arguments(mean1="numbers", cov1="numbers", mean2="numbers", cov2="numbers", order="numbers")
@@ -144,12 +152,12 @@ def gaussian_renyi(mean1, cov1, mean2, cov2, order):
     covariances do not cancel. ``order`` may be an array; the result has its shape.
     """
     a = _check_order(order)
-    eig, z = _whitened(mean1, cov1, mean2, cov2)
+    eig, z, f_eig = _whitened(mean1, cov1, mean2, cov2)
     flat = np.atleast_1d(a).ravel()
     out = np.empty_like(flat)
     for i, ai in enumerate(flat):
         if ai == 1.0:
-            out[i] = 0.5 * (-np.sum(log1p_minus_x(eig)) + np.sum(z * z))
+            out[i] = 0.5 * (-np.sum(f_eig) + np.sum(z * z))
             continue
         b = 1.0 - ai
         star = 1.0 + b * eig
@@ -157,7 +165,7 @@ def gaussian_renyi(mean1, cov1, mean2, cov2, order):
             out[i] = np.inf
             continue
         # ln det ratio: sum log1p(b mu) - b log1p(mu) = sum f(b mu) - b f(mu), f(x) = log1p(x) - x
-        logdet = np.sum(log1p_minus_x(b * eig) - b * log1p_minus_x(eig))
+        logdet = np.sum(log1p_minus_x(b * eig) - b * f_eig)
         out[i] = 0.5 * ai * np.sum(z * z / star) - logdet / (2.0 * (ai - 1.0))
     out = np.maximum(out, 0.0)
     return out.reshape(a.shape) if a.ndim else float(out[0])
