@@ -157,13 +157,25 @@ def _ula_law(hessian, linear, step_size, steps, mean0, cov0, temperature, names=
         one_minus_a2 = gh * (2.0 - gh)
         one_minus_a2t = np.where(contracting, -np.expm1(2 * t * log_a), 1.0 - a_t**2)
         geo2 = np.where(one_minus_a2 != 0, one_minus_a2t / np.where(one_minus_a2 != 0, one_minus_a2, 1.0), t)
+        # A diverging direction (|a| > 1): the sums as a^(t-1) (1 - a^-t)/(1 - a^-1) and
+        # a^(2t-2) (1 - a^-2t)/(1 - a^-2), which overflow only when the moments themselves do
+        # (1 - a^t over 1 - a would be inf/inf already at t = 1 for |a| ~ 1e299).
+        grows = np.abs(a) > 1
+        inv = 1.0 / np.where(grows, a, 2.0)
+        geo = np.where(grows, np.power(a, t - 1) * (1.0 - np.power(inv, t)) / (1.0 - inv), geo)
+        geo2 = np.where(grows, np.power(a * a, t - 1) * (1.0 - np.power(inv * inv, t)) / (1.0 - inv * inv), geo2)
     b_eig = vec.T @ (gamma * g)
     m0_eig = vec.T @ m0
-    means = (a_t * m0_eig[None, :] + geo * b_eig[None, :]) @ vec.T
     c0_eig = vec.T @ c0 @ vec
-    cov_eig = a_t[:, :, None] * c0_eig[None] * a_t[:, None, :] + 2 * gamma * temp * np.einsum("si,ij->sij", geo2, np.eye(d))
-    covs = np.einsum("ij,sjk,lk->sil", vec, cov_eig, vec)
-    covs = 0.5 * (covs + np.swapaxes(covs, 1, 2))
+    with np.errstate(invalid="ignore", over="ignore"):
+        # a zero start term stays 0 where a^t overflows (inf * 0 would be NaN)
+        start_mean = np.where(m0_eig[None, :] == 0, 0.0, a_t * m0_eig[None, :])
+        start_cov = np.where(c0_eig[None] == 0, 0.0, a_t[:, :, None] * c0_eig[None] * a_t[:, None, :])
+        means = (start_mean + geo * b_eig[None, :]) @ vec.T
+        cov_eig = start_cov + 2 * gamma * temp * np.einsum("si,ij->sij", geo2, np.eye(d))
+    with np.errstate(invalid="ignore", over="ignore"):
+        covs = np.einsum("ij,sjk,lk->sil", vec, cov_eig, vec)
+        covs = 0.5 * (covs + np.swapaxes(covs, 1, 2))
     finite = np.all(np.isfinite(means), axis=1) & np.all(np.isfinite(covs), axis=(1, 2))
     if not np.all(finite):
         first = int(steps[np.argmin(finite)])
