@@ -57,15 +57,16 @@ class AffineGaussianStep(NamedTuple):
     noise_cov: np.ndarray
 
 
-def _hg(hessian, linear) -> tuple[np.ndarray, np.ndarray]:
+def _hg(hessian, linear, names=("hessian", "linear")) -> tuple[np.ndarray, np.ndarray]:
+    hname, gname = names
     h = np.atleast_2d(np.asarray(hessian, dtype=np.float64))
     g = np.atleast_1d(np.asarray(linear, dtype=np.float64))
     if h.shape != (g.size, g.size):
-        raise ValueError(f"hessian has shape {h.shape}; expected ({g.size}, {g.size}) to match linear")
+        raise ValueError(f"{hname} has shape {h.shape}; expected ({g.size}, {g.size}) to match {gname}")
+    V.finite_array(hname, h)
+    V.finite_array(gname, g)
     if not np.allclose(h, h.T, rtol=1e-12, atol=0):
-        raise ValueError("hessian must be symmetric")
-    V.finite_array("hessian", h)
-    V.finite_array("linear", g)
+        raise ValueError(f"{hname} must be symmetric")
     return h, g
 
 
@@ -130,8 +131,14 @@ def ula_law(hessian, linear, step_size: float, steps, mean0=0.0, cov0=0.0, tempe
 
     m_t = A^t m0 + V diag((1 - a^t)/(1 - a)) V^T b, C_t = A^t C0 A^t + 2 gamma T V diag((1 - a^2t)/(1 - a^2)) V^T,
     A = V diag(a) V^T, a = 1 - gamma h (eigenvalues h of H); small 1 - a are formed as gamma h.
+    Raises ValueError where the law is not representable in float64 (a diverging chain,
+    |1 - gamma h| > 1, whose moments overflow after that many steps).
     """
-    h, g = _hg(hessian, linear)
+    return _ula_law(hessian, linear, step_size, steps, mean0, cov0, temperature)
+
+
+def _ula_law(hessian, linear, step_size, steps, mean0, cov0, temperature, names=("hessian", "linear")):
+    h, g = _hg(hessian, linear, names)
     gamma = V.positive("step_size", step_size)
     temp = V.positive("temperature", temperature)
     steps = _check_steps(steps)
@@ -150,13 +157,35 @@ def ula_law(hessian, linear, step_size: float, steps, mean0=0.0, cov0=0.0, tempe
         one_minus_a2 = gh * (2.0 - gh)
         one_minus_a2t = np.where(contracting, -np.expm1(2 * t * log_a), 1.0 - a_t**2)
         geo2 = np.where(one_minus_a2 != 0, one_minus_a2t / np.where(one_minus_a2 != 0, one_minus_a2, 1.0), t)
+        # A diverging direction (|a| > 1): the sums as a^(t-1) (1 - a^-t)/(1 - a^-1) and
+        # a^(2t-2) (1 - a^-2t)/(1 - a^-2), which overflow only when the moments themselves do
+        # (1 - a^t over 1 - a would be inf/inf already at t = 1 for |a| ~ 1e299).
+        grows = np.abs(a) > 1
+        inv = 1.0 / np.where(grows, a, 2.0)
+        geo = np.where(grows, np.power(a, t - 1) * (1.0 - np.power(inv, t)) / (1.0 - inv), geo)
+        geo2 = np.where(grows, np.power(a * a, t - 1) * (1.0 - np.power(inv * inv, t)) / (1.0 - inv * inv), geo2)
     b_eig = vec.T @ (gamma * g)
     m0_eig = vec.T @ m0
-    means = (a_t * m0_eig[None, :] + geo * b_eig[None, :]) @ vec.T
     c0_eig = vec.T @ c0 @ vec
-    cov_eig = a_t[:, :, None] * c0_eig[None] * a_t[:, None, :] + 2 * gamma * temp * np.einsum("si,ij->sij", geo2, np.eye(d))
-    covs = np.einsum("ij,sjk,lk->sil", vec, cov_eig, vec)
-    return means, 0.5 * (covs + np.swapaxes(covs, 1, 2))
+    with np.errstate(invalid="ignore", over="ignore"):
+        # a zero start term stays 0 where a^t overflows (inf * 0 would be NaN)
+        start_mean = np.where(m0_eig[None, :] == 0, 0.0, a_t * m0_eig[None, :])
+        start_cov = np.where(c0_eig[None] == 0, 0.0, a_t[:, :, None] * c0_eig[None] * a_t[:, None, :])
+        means = (start_mean + geo * b_eig[None, :]) @ vec.T
+        cov_eig = start_cov + 2 * gamma * temp * np.einsum("si,ij->sij", geo2, np.eye(d))
+    with np.errstate(invalid="ignore", over="ignore"):
+        covs = np.einsum("ij,sjk,lk->sil", vec, cov_eig, vec)
+        covs = 0.5 * (covs + np.swapaxes(covs, 1, 2))
+    finite = np.all(np.isfinite(means), axis=1) & np.all(np.isfinite(covs), axis=(1, 2))
+    if not np.all(finite):
+        first = int(steps[np.argmin(finite)])
+        factor = float(np.max(np.abs(a)))
+        raise ValueError(
+            f"{names[0]}={V._fmt(h.tolist())} with step_size={V._fmt(gamma)}: the law of ULA after {first} steps is not "
+            f"representable in float64 (max |1 - step_size * eigenvalue of {names[0]}| = {factor:.6g}"
+            + (" > 1: the chain diverges and its moments overflow)" if factor > 1 else ": its moments overflow)")
+        )
+    return means, covs
 
 
 @V.arguments(mean0="numbers", cov0="numbers")
@@ -189,7 +218,7 @@ def path_law(mean0, cov0, maps: Sequence[AffineGaussianStep], include_start: boo
 @V.arguments(means1="numbers", covs1="numbers", means2="numbers", covs2="numbers", orders="array")
 def exact_renyi_between_laws(means1, covs1, means2, covs2, orders) -> np.ndarray:
     """Symmetrised exact Rényi max(D_a(P||Q), D_a(Q||P)) for each law pair: shape (S, orders)."""
-    orders = np.atleast_1d(np.asarray(orders, dtype=np.float64))
+    orders = _check_orders(orders)
     out = np.empty((len(means1), orders.size))
     for s in range(len(means1)):
         fwd = gd.gaussian_renyi(means1[s], covs1[s], means2[s], covs2[s], orders)
@@ -198,9 +227,19 @@ def exact_renyi_between_laws(means1, covs1, means2, covs2, orders) -> np.ndarray
     return out
 
 
+def _check_orders(orders) -> np.ndarray:
+    a = np.atleast_1d(np.asarray(orders, dtype=np.float64))
+    if a.ndim != 1:
+        raise ValueError(f"orders has shape {a.shape}; orders must be a 1-D array")
+    bad = ~((a > 0) & np.isfinite(a))
+    if np.any(bad):
+        raise ValueError(f"orders={V._fmt(a.tolist())} violates every order finite and > 0 (first offender {a[bad][0]!r})")
+    return a
+
+
 def _pair_laws(hessian1, linear1, hessian2, linear2, step_size, steps, mean0, cov0, temperature):
-    m1, c1 = ula_law(hessian1, linear1, step_size, steps, mean0, cov0, temperature)
-    m2, c2 = ula_law(hessian2, linear2, step_size, steps, mean0, cov0, temperature)
+    m1, c1 = _ula_law(hessian1, linear1, step_size, steps, mean0, cov0, temperature, ("hessian1", "linear1"))
+    m2, c2 = _ula_law(hessian2, linear2, step_size, steps, mean0, cov0, temperature, ("hessian2", "linear2"))
     steps = _check_steps(steps)
     if np.any(steps == 0) and np.all(np.asarray(cov0) == 0):
         raise ValueError("steps contains 0 with a point-mass start (cov0 = 0): the law at step 0 is degenerate")

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import betaln, gammaln
 
 from .. import _validate as V
+from .._floats import product as _product
 from .curve import PrivacyCurve, Provenance
 
 __all__ = [
@@ -141,8 +142,10 @@ def beta_renyi(a_p, b_p, a_q, b_q, order) -> np.ndarray:
     """D_order(Beta(a_p, b_p) || Beta(a_q, b_q)), vectorised; +inf where the mixed
     parameters l a_p + (1 - l) a_q or l b_p + (1 - l) b_q are <= 0 (paper 004 eq. 14)."""
     a_p, b_p, a_q, b_q, lam = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a_p, b_p, a_q, b_q, order)))
-    if np.any(~(a_p > 0)) or np.any(~(b_p > 0)) or np.any(~(a_q > 0)) or np.any(~(b_q > 0)):
-        raise ValueError("Beta parameters a_p, b_p, a_q, b_q must all be > 0")
+    for name, value in (("a_p", a_p), ("b_p", b_p), ("a_q", a_q), ("b_q", b_q)):
+        bad = ~((value > 0) & np.isfinite(value))
+        if np.any(bad):
+            raise ValueError(f"{name}={V._fmt(float(value[bad].ravel()[0]))} violates {name} > 0 (finite): a Beta parameter")
     if np.any(~(lam > 0)) or np.any(lam == 1) or np.any(~np.isfinite(lam)):
         raise ValueError(f"order={order!r} violates order > 0, order != 1")
     a_m = lam * a_p + (1 - lam) * a_q
@@ -270,7 +273,25 @@ def calibrate_diffuse(prior_a: float, prior_b: float, n: int, order: float, targ
     def ok(r: float) -> bool:
         return beta_bernoulli_worst_case(base._replace(diffuse_r=r), lam).divergence <= target_epsilon
 
-    return _bisect_largest(ok, r_sup, rtol)
+    _check_resolvable_tempering(r_sup, prior_a, prior_b, lam, target_epsilon)
+    r = _bisect_largest(ok, r_sup, rtol)
+    _check_resolvable_tempering(r, prior_a, prior_b, lam, target_epsilon)
+    return r
+
+
+def _check_resolvable_tempering(r: float, prior_a: float, prior_b: float, order: float, target_epsilon: float) -> None:
+    """Neighbouring posteriors differ by r in a parameter that is min(prior_a, prior_b) at the
+    worst case; once r is below float64's resolution there, the computed divergence is that
+    of rounded (equal) parameters and any r would pass the calibration. Say so instead."""
+    smallest = min(prior_a, prior_b)
+    relative_error = float(np.spacing(smallest)) / r if r > 0 else math.inf
+    if relative_error > 1e-6:
+        raise ValueError(
+            f"order={V._fmt(order)}, target_epsilon={V._fmt(float(target_epsilon))}, prior_a={V._fmt(float(prior_a))}, "
+            f"prior_b={V._fmt(float(prior_b))}: the tempering r={V._fmt(r)} is below float64's resolution of the "
+            f"posterior parameter min(prior_a, prior_b) (relative error {relative_error:.2g} in the neighbours' offset), "
+            "so the calibration is not resolvable; use a smaller order or a larger target_epsilon"
+        )
 
 
 @V.arguments(prior_a="number", prior_b="number", n="int", order="number", target_epsilon="number", rtol="number")
@@ -321,8 +342,10 @@ def dirichlet_renyi(alpha_p, alpha_q, order) -> float:
     alpha_q = np.asarray(alpha_q, dtype=np.float64)
     if alpha_p.ndim != 1 or alpha_p.size < 2 or alpha_p.shape != alpha_q.shape:
         raise ValueError(f"alpha_p {alpha_p.shape} and alpha_q {alpha_q.shape} must be equal 1-D shapes of length >= 2")
-    if np.any(~(alpha_p > 0)) or np.any(~(alpha_q > 0)):
-        raise ValueError("Dirichlet parameters alpha_p, alpha_q must all be > 0")
+    for name, value in (("alpha_p", alpha_p), ("alpha_q", alpha_q)):
+        bad = ~((value > 0) & np.isfinite(value))
+        if np.any(bad):
+            raise ValueError(f"{name}={V._fmt(value.tolist())} violates every {name} > 0 (finite): Dirichlet parameters")
     return expfam_renyi(dirichlet_log_normaliser, dirichlet_natural(alpha_p), dirichlet_natural(alpha_q), order, dirichlet_in_domain)
 
 
@@ -370,7 +393,8 @@ def glm_tempered_posterior_rdp(orders, temperature: float, lipschitz: float, str
     orders = np.asarray(orders, dtype=np.float64)
     if np.any(~(orders >= 1)):
         raise ValueError(f"orders={orders.tolist()} violate order >= 1 (paper 004 Lemma 1)")
-    return 2.0 * rho**2 * lip**2 * orders / m
+    # +inf (a vacuous bound) where the coefficient overflows float64, not OverflowError
+    return _product(2.0, rho, rho, lip, lip, 1.0 / m) * orders
 
 
 @V.arguments(orders="array", temperature="number", lipschitz="number", strong_convexity="number")

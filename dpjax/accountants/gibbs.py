@@ -265,10 +265,20 @@ def analytic_gaussian_max_mu(epsilon: float, delta: float) -> float:
 def temperature_from_rho(rho: float, n: int, radius: float, prior_precision: float = 0.0) -> float:
     """Solve 2 r^2 beta^2/(n beta + lambda) = rho for beta > 0 (the Gaussian-mean posterior's
     worst-case zCDP parameter equals rho; mu^2/2 for the Gaussian mechanism's mu)."""
-    r2 = radius * radius
-    # 2 r^2 beta^2 - rho n beta - rho lambda = 0
-    disc = math.sqrt((rho * n) ** 2 + 8.0 * r2 * rho * prior_precision)
-    return (rho * n + disc) / (4.0 * r2)
+    rho = V.nonnegative("rho", rho)
+    n = V.positive("n", n)
+    r = V.positive("radius", radius)
+    lam = V.nonnegative("prior_precision", prior_precision)
+    # 2 r^2 beta^2 - rho n beta - rho lambda = 0; the root is formed without squaring rho n or
+    # r (hypot, and r divided out twice), so it stays finite wherever it is representable.
+    disc = math.hypot(rho * n, math.sqrt(8.0 * rho * lam) * r)
+    beta = (rho * n + disc) / (4.0 * r) / r
+    if not math.isfinite(beta) or (beta == 0 and rho > 0):
+        raise ValueError(
+            f"rho={V._fmt(rho)}, n={V._fmt(n)}, radius={V._fmt(radius)}, prior_precision={V._fmt(lam)}: the temperature "
+            f"solving 2 radius^2 beta^2 / (n beta + prior_precision) = rho is {'above' if beta else 'below'} float64's range"
+        )
+    return beta
 
 
 @V.arguments(epsilon="number", delta="number", n="number", radius="number", prior_precision="number")

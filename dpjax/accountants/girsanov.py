@@ -58,6 +58,7 @@ import numpy as np
 
 from .curve import PrivacyCurve, Provenance
 from .. import _validate
+from .._floats import product as _prod
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -141,6 +142,17 @@ def _positive_int(name: str, value, where: str, minimum: int = 1) -> int:
     return int(value)
 
 
+def _constant(value) -> float:
+    """A Girsanov constant C: >= 0, and +inf allowed (a constant that overflowed float64 is a
+    valid, vacuous bound: eps_a = +inf at every order)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"constant must be a real number; got {type(value).__name__} {value!r}")
+    C = float(value)
+    if not C >= 0:  # NaN fails too
+        raise ValueError(f"constant={_fmt(C)} violates constant >= 0 (+inf allowed: no guarantee) required by the Girsanov bound")
+    return C
+
+
 def _mode(mode: str) -> str:
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is not one of {MODES}")
@@ -158,10 +170,19 @@ def _strongly_convex_smooth(strong_convexity, smoothness, step_size, where: str)
             f"(L >= mu, eq. 114) required by {where}"
         )
     gamma = _positive("step_size", step_size, where)
-    limit = 2.0 * mu / L**2
-    if not gamma < limit:
-        raise ValueError(f"step_size={_fmt(gamma)} violates step_size < 2 mu / L^2 = {_fmt(limit)} required by {where}")
+    limit = _prod(2.0, mu / L, 1.0 / L)  # 2 mu / L^2 without overflowing L^2
+    if not (gamma < limit and _contraction_gap(mu, L, gamma) > 0):
+        raise ValueError(
+            f"step_size={_fmt(gamma)} violates step_size < 2 mu / L^2 = {_fmt(limit)} required by {where} "
+            f"(strong_convexity = {_fmt(mu)}, smoothness = {_fmt(L)}; eq. 113)"
+        )
     return mu, L, gamma
+
+
+def _contraction_gap(mu: float, L: float, gamma: float) -> float:
+    """D = mu - gamma L^2 / 2 (> 0 iff gamma < 2 mu / L^2), with gamma L formed first: it is
+    below 2 mu / L, so gamma L^2 does not overflow when L^2 would."""
+    return mu - (gamma * L) * L / 2.0
 
 
 def _orders(orders: Optional[Sequence[float]]) -> np.ndarray:
@@ -179,10 +200,12 @@ def _orders(orders: Optional[Sequence[float]]) -> np.ndarray:
 @_validate.arguments(constant="number", orders="array")
 def girsanov_rdp(constant: float, orders) -> np.ndarray:
     """eps_a = a C / 4 at each order a (paper 001 Lemma 4.2 applied as in eqs. 19, 22)."""
-    C = _nonnegative("constant", constant, "the Girsanov bound")
+    C = _constant(constant)
     a = np.asarray(orders, dtype=np.float64)
     if np.any(~(a >= 1)):
         raise ValueError(f"orders={a.tolist()!r} violates every order >= 1")
+    if C == 0:
+        return np.zeros_like(a)  # also at order +inf (0 * inf would be NaN)
     return a * (C / 4.0)
 
 
@@ -194,7 +217,7 @@ def girsanov_epsilon(constant: float, delta: float, form: str = "girsanov") -> f
     ``form="printed_without_quarter"``: eps = C + sqrt(C log(1/delta)), as printed in
     Theorems 5.7 and 5.8 (valid — it is larger — but looser; NOTES 001 erratum (ii)).
     """
-    C = _nonnegative("constant", constant, "the Girsanov bound")
+    C = _constant(constant)
     d = _finite("delta", delta)
     if not 0 < d < 1:
         raise ValueError(f"delta={_fmt(d)} violates 0 < delta < 1")
@@ -220,7 +243,7 @@ def path_constant(drift_gap: float, horizon: float, inverse_temperature: float =
     c = _nonnegative("drift_gap", drift_gap, where)
     T = _nonnegative("horizon", horizon, where)
     beta = _positive("inverse_temperature", inverse_temperature, where)
-    return c * c * beta * T
+    return _prod(c, c, beta, T)
 
 
 @_validate.arguments(sync_distance="number", lipschitz="number", drift_gap="number", inverse_temperature="number")
@@ -232,7 +255,8 @@ def last_value_constant(sync_distance: float, lipschitz: float, drift_gap: float
     L = _nonnegative("lipschitz", lipschitz, where)
     c = _nonnegative("drift_gap", drift_gap, where)
     beta = _positive("inverse_temperature", inverse_temperature, where)
-    return beta * (Cs * (L + 1.0) + c) ** 2
+    inner = _prod(Cs, L + 1.0) + c
+    return _prod(beta, inner, inner)
 
 
 @_validate.arguments(sync_distance="number", lipschitz="number", drift_gap="number")
@@ -246,7 +270,9 @@ def optimal_window(sync_distance: float, lipschitz: float, drift_gap: float) -> 
         if Cs == 0:
             return 1.0  # both chains coincide: any window gives C = 0
         return math.inf
-    return Cs / (L * Cs + c)
+    if Cs == 0:
+        return 0.0
+    return 1.0 / (L + c / Cs)  # = C / (L C + c), without overflowing L C
 
 
 @_validate.arguments(sync_distance="number", lipschitz="number", drift_gap="number", inverse_temperature="number", horizon="number?")
@@ -280,11 +306,12 @@ def windowed_last_value_constant(
     if T is not None and T <= tau:
         return path_constant(c, T, beta)
     if Cs == 0:
-        windowed = beta * tau * c * c
+        windowed = _prod(beta, tau, c, c)
     elif math.isinf(tau):  # L C + c = 0 with C > 0 can only occur for L = c = 0
         windowed = 0.0
     else:
-        windowed = beta * tau * (L * Cs + c + Cs / tau) ** 2
+        inner = _prod(L, Cs) + c + Cs / tau
+        windowed = _prod(beta, tau, inner, inner)
     # The last value is a function of the path, so Prop 4.5 (implied by eq. 20 at x = y) holds too.
     return windowed if T is None else min(windowed, path_constant(c, T, beta))
 
@@ -296,7 +323,7 @@ def synchronous_distance(grad_bound: float, strong_convexity: float, smoothness:
     mu, L, gamma = _strongly_convex_smooth(strong_convexity, smoothness, step_size, "eq. 117")
     c = _nonnegative("grad_bound", grad_bound, "eq. 117")
     s = _positive_int("batch_size", batch_size, "eq. 131")
-    return 2.0 * c / (s * (mu - gamma * L * L / 2.0))
+    return 2.0 * c / s / _contraction_gap(mu, L, gamma)
 
 
 # ------------------------------------------------------------------------------------------
@@ -357,11 +384,12 @@ def prop46_last_value(
 
 def _last_iterate_constant(c, mu, L, gamma, beta, s, mode):
     """beta (C_s (L+1) + c')^2 with C_s = 2c/(s D), c' = 2c/s (strict) or c/s (paper)."""
-    D = mu - gamma * L * L / 2.0
+    D = _contraction_gap(mu, L, gamma)
     per_step = c / s
     sync = 2.0 * per_step / D
     gap = 2.0 * per_step if mode == "strict" else per_step
-    return beta * (sync * (L + 1.0) + gap) ** 2
+    inner = _prod(sync, L + 1.0) + gap
+    return _prod(beta, inner, inner)
 
 
 def _windowed_last_iterate_constant(c, mu, L, gamma, beta, s, mode, window, horizon):
@@ -373,9 +401,12 @@ def _windowed_last_iterate_constant(c, mu, L, gamma, beta, s, mode, window, hori
             f"mode={mode!r} violates mode='strict' required by the windowed Proposition 4.6 "
             "(the printed constant's drift gap c understates eq. 20's 2c)"
         )
-    D = mu - gamma * L * L / 2.0
+    D = _contraction_gap(mu, L, gamma)
     per_step = c / s
-    return windowed_last_value_constant(2.0 * per_step / D, L, 2.0 * per_step, window, beta, horizon)
+    sync, gap = 2.0 * per_step / D, 2.0 * per_step
+    if math.isinf(sync) or math.isinf(gap):
+        return math.inf  # the constant overflows float64: a vacuous bound
+    return windowed_last_value_constant(sync, L, gap, window, beta, horizon)
 
 
 @_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number")
@@ -407,8 +438,10 @@ def thm52_limit_constant(grad_bound: float, strong_convexity: float, smoothness:
     mu, L = _mu_l(strong_convexity, smoothness, where)
     c = _nonnegative("grad_bound", grad_bound, where)
     if _mode(mode) == "strict":
-        return (2.0 * c * (L + 1.0) / mu + 2.0 * c) ** 2
-    return (c * (2.0 * (L + 1.0) / mu + 1.0)) ** 2
+        inner = _prod(2.0, c, (L + 1.0) / mu) + 2.0 * c
+    else:
+        inner = _prod(c, 2.0 * (L + 1.0) / mu + 1.0)
+    return _prod(inner, inner)
 
 
 def thm52_limit_constant_as_printed(grad_bound: float, strong_convexity: float, smoothness: float) -> float:
@@ -482,7 +515,7 @@ def thm54_constant(grad_gap: float, step_size: float, num_steps: int) -> float:
     c = _nonnegative("grad_gap", grad_gap, where)
     gamma = _positive("step_size", step_size, where)
     n = _positive_int("num_steps", num_steps, where)
-    return n * gamma * c * c
+    return _prod(n, gamma, c, c)
 
 
 @_validate.arguments(grad_gap="number", step_size="number", num_steps="int", orders="array?")
@@ -616,7 +649,7 @@ def thm58_constant(grad_gap: float, step_size: float, num_steps: int, batch_size
     n = _positive_int("num_steps", num_steps, where)
     s = _positive_int("batch_size", batch_size, where)
     beta = _positive("inverse_temperature", inverse_temperature, where)
-    return beta * c * c / (s * s) * n * gamma
+    return _prod(beta, c / s, c / s, n, gamma)
 
 
 @_validate.arguments(grad_gap="number", step_size="number", num_steps="int", batch_size="int", inverse_temperature="number", orders="array?")

@@ -75,7 +75,12 @@ def _check_mixture(mix: GaussianMixture1D) -> GaussianMixture1D:
 def equal_weight_mixture(means, sds) -> GaussianMixture1D:
     """The equal-weight mixture (1/n) sum_r N(means[r], sds[r]^2)."""
     m = np.atleast_1d(np.asarray(means, dtype=np.float64))
-    s = np.broadcast_to(np.asarray(sds, dtype=np.float64), m.shape).copy()
+    s = np.asarray(sds, dtype=np.float64)
+    if m.ndim != 1:
+        raise ValueError(f"means has shape {m.shape}; means must be a scalar or a 1-D array")
+    if s.ndim > 1 or (s.ndim == 1 and s.shape != m.shape):
+        raise ValueError(f"sds has shape {s.shape}; sds must be a scalar or a 1-D array of the means' length {m.size}")
+    s = np.broadcast_to(s, m.shape).copy()
     return _check_mixture(GaussianMixture1D(m, s, np.full(m.shape, -math.log(m.size))))
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from .. import _validate as V
 from .conversions import rdp_to_epsilon
 from .curve import PrivacyCurve, Provenance
-from .gaussian_divergence import analytic_gaussian_epsilon, gaussian_epsilon, gaussian_renyi
+from .gaussian_divergence import analytic_gaussian_epsilon, check_gaussian, gaussian_epsilon, gaussian_renyi
 
 __all__ = [
     "bayesian_linear_regression_posterior",
@@ -48,15 +48,19 @@ __all__ = [
 ]
 
 
-def _mean_cov(mean, cov, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _mean_cov(mean, cov, which: str) -> tuple[np.ndarray, np.ndarray]:
+    """(mean{which}, cov{which}) checked: finite, covariance symmetric positive definite; the
+    error names the argument (mean1, cov2, ...)."""
+    mean_name, cov_name = f"mean{which}", f"cov{which}"
     m = np.atleast_1d(np.asarray(mean, dtype=np.float64))
     c = np.asarray(cov, dtype=np.float64)
     if m.ndim != 1:
-        raise ValueError(f"{name} mean must be a scalar or 1-D; got shape {m.shape}")
+        raise ValueError(f"{mean_name} must be a scalar or 1-D; got shape {m.shape}")
     if c.ndim == 0:
         c = c.reshape(1, 1)
     if c.shape != (m.size, m.size):
-        raise ValueError(f"{name} covariance has shape {c.shape}; expected {(m.size, m.size)}")
+        raise ValueError(f"{cov_name} has shape {c.shape}; expected {(m.size, m.size)}")
+    check_gaussian(mean_name, m, cov_name, c)
     return m, c
 
 
@@ -90,8 +94,8 @@ def bayesian_linear_regression_posterior(features, targets, prior_precision: flo
 def gaussian_posterior_rdp(mean1, cov1, mean2, cov2, orders) -> np.ndarray:
     """Exact max(D_a(P || Q), D_a(Q || P)) for P = N(mean1, cov1), Q = N(mean2, cov2), per order
     (+inf at orders where a S_Q + (1 - a) S_P is not positive definite)."""
-    m1, c1 = _mean_cov(mean1, cov1, "first")
-    m2, c2 = _mean_cov(mean2, cov2, "second")
+    m1, c1 = _mean_cov(mean1, cov1, "1")
+    m2, c2 = _mean_cov(mean2, cov2, "2")
     orders = np.atleast_1d(np.asarray(orders, dtype=np.float64))
     if np.any(~(orders > 1)):
         raise ValueError(f"orders={orders.tolist()} violate order > 1")
@@ -125,8 +129,8 @@ _DEFAULT_ORDERS = np.concatenate([1.0 + np.logspace(-3, 0, 40), np.linspace(2.05
 @V.arguments(mean1="numbers", cov1="numbers", mean2="numbers", cov2="numbers", delta="number")
 def gaussian_posterior_epsilon(mean1, cov1, mean2, cov2, delta: float) -> PosteriorEpsilon:
     """eps(delta) of one posterior sample for the pair (both directions, the larger)."""
-    m1, c1 = _mean_cov(mean1, cov1, "first")
-    m2, c2 = _mean_cov(mean2, cov2, "second")
+    m1, c1 = _mean_cov(mean1, cov1, "1")
+    m2, c2 = _mean_cov(mean2, cov2, "2")
     if m1.size != m2.size:
         raise ValueError(f"dimensions differ: {m1.size} vs {m2.size}")
     if m1.size == 1:
@@ -231,10 +235,17 @@ def sgld_paper_posterior_pair(n: int, alpha: float, beta: float, x_high: float, 
     beta = V.positive("beta", beta)
     x_high = V.positive("x_high", x_high)
     x_low = V.positive("x_low", x_low)
-    c = float(c)
-    p1 = alpha + n * x_high**2 * beta
-    p2 = alpha + ((n - 1) * x_high**2 + x_low**2) * beta
-    gap = c * alpha * beta * (x_high**2 - x_low**2) / (p1 * p2)
+    c = V.finite_real("c", c)
+    xh2, xl2 = x_high * x_high, x_low * x_low  # inf, not OverflowError, beyond float64
+    p1 = alpha + n * xh2 * beta
+    p2 = alpha + ((n - 1) * xh2 + xl2) * beta
+    gap = c * alpha * beta * (xh2 - xl2) / p1 / p2
+    if not (math.isfinite(p1) and math.isfinite(p2) and math.isfinite(gap)):
+        raise ValueError(
+            f"n={n}, alpha={V._fmt(alpha)}, beta={V._fmt(beta)}, x_high={V._fmt(x_high)}, x_low={V._fmt(x_low)}, c={V._fmt(c)}: "
+            "the posterior precisions alpha + beta sum x^2 (or their mean gap) overflow float64, so the posteriors "
+            "(variances below 1e-308) are not representable"
+        )
     mu1 = c * (1.0 - alpha / p1)
     mu2 = c * (1.0 - alpha / p2)
     return (mu1, 1.0 / p1), (mu2, 1.0 / p2), gap
