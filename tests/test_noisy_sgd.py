@@ -141,7 +141,11 @@ def test_accountant_benchmark_runs_and_agrees():
 
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)
-    result = bench.run(parser.parse_args(["--configs", "4", "--repeats", "1", "--seed", "3"]))
+    result = bench.run(parser.parse_args(["--configs", "4", "--repeats", "1", "--seed", "3", "--pld-configs", "4", "--pld-baseline-configs", "2",
+                                          "--pld-interval", "1e-3"]))
     assert result["configs"] == 4 and result["speedup"] > 0
     assert result["max_rel_diff_integer_orders"] < 1e-6
     assert result["share_dp_accounting_below_dpjax"] == 0.0
+    # the PLD row: dp_accounting's pessimistic eps inside dpjax's bracket (same grid interval)
+    assert result["pld_configs"] == 4 and result["pld_speedup"] > 0
+    assert result["pld_dp_accounting_inside_bracket"] == 1.0
