@@ -103,9 +103,14 @@ def estimate_arm(model, theta_star, n, p, args, opt, num_datasets, pad_to, grid_
             seed=args.seed, record_grid_per_axis=grid_per_axis, theta_grid_size=9, dataset_batch=args.dataset_batch,
             pad_records_to=pad_to, progress=args.progress,
         )
-    d = est.details
     print(f"{model.name} n={n:>7} {label:>14} p={p:.3f}  eps_hat={est.epsilon:.3f}  95% CI [{est.interval[0]:.3f}, {est.interval[1]:.3f}]  "
           f"unresolved tails {est.num_unresolved_tail}  ({est.seconds:.1f} s)", flush=True)
+    return arm_record(est, p)
+
+
+def arm_record(est, p: float) -> dict:
+    """One arm's record of a contamination experiment from its ContaminationEstimate."""
+    d = est.details
     return dict(
         epsilon_hat=est.epsilon, interval=est.interval, interval_confidence=est.interval_confidence, bootstrap_se=est.bootstrap_se,
         contamination_rate=p, num_failed=est.num_failed, seconds=est.seconds, num_unresolved_tail=est.num_unresolved_tail,
@@ -115,8 +120,8 @@ def estimate_arm(model, theta_star, n, p, args, opt, num_datasets, pad_to, grid_
     )
 
 
-def assemble(rows, n_values, args, settings) -> dict:
-    """The per-dimension result (the layout of the original d = 5 logistic result)."""
+def arm_columns(rows, n_values) -> dict:
+    """The result's columns (one list per arm and quantity, over n) from per-n rows of arm records."""
     def column(label, key):
         return [r[label][key] for r in rows]
 
@@ -132,10 +137,16 @@ def assemble(rows, n_values, args, settings) -> dict:
         results[f"diagnostics_{label}"] = {k: column(label, k) for k in (
             "median_epsilon", "mean_phi", "min_particles_outside_box", "min_effective_sample_size")}
         results[f"per_dataset_epsilon_{label}"] = column(label, "epsilons")
+    results["contamination_rate"] = column("contaminated", "contamination_rate")
+    return results
+
+
+def assemble(rows, n_values, args, settings) -> dict:
+    """The per-dimension result (the layout of the original d = 5 logistic result)."""
+    results = arm_columns(rows, n_values)
     reasons = {r["uncontaminated"].get("reason") for r in rows} - {None}
     if reasons:
         results["uncontaminated_reason"] = reasons.pop()
-    results["contamination_rate"] = column("contaminated", "contamination_rate")
     results["delta"] = [1.0 / (args.delta_factor * n) for n in n_values]
     results["ratio_uncontaminated_over_contaminated"] = [
         u / c for u, c in zip(results["epsilon_hat_uncontaminated"], results["epsilon_hat_contaminated"])]

@@ -115,7 +115,7 @@ def _run_one_dim(args, prefix, theta_star, n_default, k_default) -> dict:
     """The single-d result (the original layout)."""
     from ..estimators.contamination import contamination_epsilon
     from ..models.contamination import logistic_regression_contamination
-    from ._contamination_regression import auto_grid_per_axis
+    from ._contamination_regression import arm_columns, arm_record, auto_grid_per_axis
 
     opt = lambda name: getattr(args, prefix.replace("-", "_") + name)
     n_values = list(opt("n_values") or n_default)
@@ -138,37 +138,14 @@ def _run_one_dim(args, prefix, theta_star, n_default, k_default) -> dict:
                     proposal_scale=opt("proposal_scale"), seed=args.seed, record_grid_per_axis=grid_per_axis,
                     theta_grid_size=2, dataset_batch=args.dataset_batch, pad_records_to=max(n_values), progress=args.progress,
                 )
-            d = est.details
-            row[label] = dict(
-                epsilon_hat=est.epsilon, interval=est.interval, interval_confidence=est.interval_confidence,
-                bootstrap_se=est.bootstrap_se, contamination_rate=p, num_failed=est.num_failed, seconds=est.seconds,
-                num_unresolved_tail=est.num_unresolved_tail,
-                median_epsilon=float(np.median(est.epsilons)), mean_phi=float(np.mean(d["phi"])),
-                min_particles_outside_box=int(np.min(d["num_outside"])), min_effective_sample_size=float(np.min(d["ess"])),
-                epsilons=est.epsilons,
-            )
+            row[label] = arm_record(est, p)
             print(f"logistic d={theta_star.shape[0]} n={n:>6} {label:>14} p={p:.3f}  eps_hat={est.epsilon:.3f}  "
                   f"95% CI [{est.interval[0]:.3f}, {est.interval[1]:.3f}]  unresolved tails {est.num_unresolved_tail}  ({est.seconds:.1f} s)",
                   flush=True)
         rows.append(row)
     total = time.perf_counter() - t_total
 
-    def column(label, key):
-        return [r[label][key] for r in rows]
-
-    results = {"n": n_values}
-    for label in ("contaminated", "uncontaminated"):
-        results[f"epsilon_hat_{label}"] = column(label, "epsilon_hat")
-        results[f"interval_low_{label}"] = [iv[0] for iv in column(label, "interval")]
-        results[f"interval_high_{label}"] = [iv[1] for iv in column(label, "interval")]
-        results[f"bootstrap_se_{label}"] = column(label, "bootstrap_se")
-        results[f"num_failed_{label}"] = column(label, "num_failed")
-        results[f"num_unresolved_tail_{label}"] = column(label, "num_unresolved_tail")
-        results[f"seconds_{label}"] = column(label, "seconds")
-        results[f"diagnostics_{label}"] = {k: column(label, k) for k in (
-            "median_epsilon", "mean_phi", "min_particles_outside_box", "min_effective_sample_size")}
-        results[f"per_dataset_epsilon_{label}"] = column(label, "epsilons")
-    results["contamination_rate"] = column("contaminated", "contamination_rate")
+    results = arm_columns(rows, n_values)
     results["delta"] = [1.0 / (args.delta_factor * n) for n in n_values]
     results["ratio_uncontaminated_over_contaminated"] = [
         u / c for u, c in zip(results["epsilon_hat_uncontaminated"], results["epsilon_hat_contaminated"])]
