@@ -26,7 +26,6 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln
 from scipy import stats
 
 from .. import _validate as V
@@ -302,10 +301,9 @@ def _truncated_normal_mean_contamination(sigma, low, high, nu, loc, scale, prior
         t_mass = stats.t.cdf(zb, nu) - stats.t.cdf(za, nu)
     else:
         t_mass = 1.0 - stats.t.cdf(za, nu) - stats.t.sf(zb, nu)
-    log_g_norm = (
-        gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * math.log(nu * math.pi) - math.log(scale) - math.log(t_mass)
-    )
-    log_g_norm = float(log_g_norm)
+    # host math on Python floats: jnp's gammaln would be a tracer when the model is built inside
+    # jit (newer JAX stages every jnp call), and float() of a tracer fails
+    log_g_norm = math.lgamma((nu + 1) / 2) - math.lgamma(nu / 2) - 0.5 * math.log(nu * math.pi) - math.log(scale) - math.log(t_mass)
     log_prior_norm = -0.5 * math.log(2 * math.pi) - math.log(prior_sd)
     log_f_const = -0.5 * math.log(2 * math.pi) - math.log(sigma)
 
