@@ -123,21 +123,20 @@ def _audit_headline(report, step: int) -> list:
 
 
 def _audit_verdict(report, width: int = WIDTH) -> str:
-    """The verdict line, then one indented line per violation or problem (each wrapped)."""
+    """The verdict line, then one indented line per problem (each wrapped). An audit's
+    ``problems`` already restate its violations (with their sources), so the violations table
+    is listed only for a report that carries no problems of its own."""
     violations = getattr(report, "violations", None)
     if report.ok:
         return "verdict: ok (no bound or exact value lies below the chains' certified lower bound)"
-    lines = []
-    if violations is not None and not violations.empty:
-        lines.append("verdict: PRIVACY VIOLATION: a claimed value lies below what the chains certify:")
-        lines += [
+    violated = violations is not None and not violations.empty
+    lines = list(getattr(report, "problems", []) or [])
+    if violated and not lines:
+        lines = [
             f"step {int(v.step)}: {v.quantity} ({v.kind}) {fmt(v.epsilon)} < certified {fmt(v.lower_confidence_limit)}"
             for v in violations.itertuples()
         ]
-    problems = list(getattr(report, "problems", []) or [])
-    if problems:
-        lines.append("verdict: NOT OK:" if not lines else "also:")
-        lines += problems
     if not lines:
         return "verdict: NOT OK (see the report's checks)"
-    return "\n".join([lines[0]] + [wrap_text(line, width, indent="    ", first="  ") for line in lines[1:]])
+    head = "verdict: PRIVACY VIOLATION: a claimed value lies below what the chains certify:" if violated else "verdict: NOT OK:"
+    return "\n".join([head] + [wrap_text(line, width, indent="    ", first="  ") for line in lines])
