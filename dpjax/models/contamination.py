@@ -292,6 +292,13 @@ def truncated_normal_mean_contamination(
 
 
 @functools.lru_cache(maxsize=32)
+def student_t_log_normaliser(df: float, scale: float) -> float:
+    """log of Gamma((df+1)/2) / (Gamma(df/2) sqrt(df pi) scale), the Student-t density's constant,
+    by host math on Python floats: jnp's gammaln would be a tracer when a model is built inside
+    jit (newer JAX stages every jnp call), and float() of a tracer fails."""
+    return math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi) - math.log(scale)
+
+
 def _truncated_normal_mean_contamination(sigma, low, high, nu, loc, scale, prior_mean, prior_sd) -> ContaminationModel:
     # log of the t mass on [low, high], from whichever tail avoids cancellation
     za, zb = (low - loc) / scale, (high - loc) / scale
@@ -301,9 +308,7 @@ def _truncated_normal_mean_contamination(sigma, low, high, nu, loc, scale, prior
         t_mass = stats.t.cdf(zb, nu) - stats.t.cdf(za, nu)
     else:
         t_mass = 1.0 - stats.t.cdf(za, nu) - stats.t.sf(zb, nu)
-    # host math on Python floats: jnp's gammaln would be a tracer when the model is built inside
-    # jit (newer JAX stages every jnp call), and float() of a tracer fails
-    log_g_norm = math.lgamma((nu + 1) / 2) - math.lgamma(nu / 2) - 0.5 * math.log(nu * math.pi) - math.log(scale) - math.log(t_mass)
+    log_g_norm = student_t_log_normaliser(nu, scale) - math.log(t_mass)
     log_prior_norm = -0.5 * math.log(2 * math.pi) - math.log(prior_sd)
     log_f_const = -0.5 * math.log(2 * math.pi) - math.log(sigma)
 

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from .contamination import ContaminationModel
+from .contamination import ContaminationModel, student_t_log_normaliser
 
 _LOG_PI = math.log(math.pi)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -119,7 +119,7 @@ def linear_regression_contamination(
 def _linear(dim, theta_star, prior_sd, bound, response_scale, response_points, scale, df, noise_sd) -> ContaminationModel:
     theta_star_arr, log_prior, sample_w, space = _common(dim, theta_star, prior_sd, bound, response_scale, response_points)
     log_f_const = -_HALF_LOG_2PI - math.log(noise_sd)
-    log_g_const = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi) - math.log(scale))
+    log_g_const = student_t_log_normaliser(df, scale)
 
     def log_f(record, theta):
         z = (record[0] - jnp.dot(record[1:], theta)) / noise_sd
