@@ -19,6 +19,7 @@ without per-record clipping.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Optional
 
 import jax
@@ -32,6 +33,7 @@ from .gradients import QuadraticGradients
 from .reference import PairState
 
 BLOCK = 128  # pairs per program (a power of two, as Triton's block shapes must be)
+NUM_WARPS = 4
 MAX_DIM = 8
 _SMALL = ("alt_hessian", "alt_linear", "sum_hessian_d", "sum_linear_d", "sum_hessian_n", "sum_linear_n")
 
@@ -220,11 +222,28 @@ def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool,
     return kernel
 
 
-def _pallas_call(kernel, padded: int, dpad: int, dtype, interpret: bool):
+def launch_shape() -> tuple[int, int]:
+    """(pairs per program, warps per program): :data:`BLOCK` and :data:`NUM_WARPS` unless the
+    environment variables ``DPJAX_PALLAS_BLOCK`` / ``DPJAX_PALLAS_WARPS`` say otherwise.
+
+    The override exists for tuning runs on a GPU (read when a program is traced: set it before
+    the first call, or clear JAX's caches). On one H100 (jax 0.11.2, BENCHMARKS.md) shapes from
+    (32 pairs, 1 warp) to (256, 8) ran within 0.75-1.05x of the default at 1,024-262,144
+    pairs, so there is no per-size choice; the numbers do not depend on the shape (tested)."""
+    block = int(os.environ.get("DPJAX_PALLAS_BLOCK", BLOCK))
+    warps = int(os.environ.get("DPJAX_PALLAS_WARPS", NUM_WARPS))
+    if block < 1 or block & (block - 1):
+        raise ValueError(f"DPJAX_PALLAS_BLOCK={block} must be a power of two (Triton block shapes are)")
+    if warps < 1 or warps & (warps - 1):
+        raise ValueError(f"DPJAX_PALLAS_WARPS={warps} must be a power of two")
+    return block, warps
+
+
+def _pallas_call(kernel, padded: int, dpad: int, dtype, interpret: bool, block: int, warps: int):
     from jax.experimental import pallas as pl
 
-    per_pair = lambda rows: pl.BlockSpec((rows, BLOCK), lambda i: (0, i))
-    vector = pl.BlockSpec((BLOCK,), lambda i: (i,))
+    per_pair = lambda rows: pl.BlockSpec((rows, block), lambda i: (0, i))
+    vector = pl.BlockSpec((block,), lambda i: (i,))
     whole = lambda k: pl.BlockSpec((k,), lambda i: (0,))
     anywhere = pl.BlockSpec(memory_space=pl.ANY)
     in_specs = [whole(8), whole(8), per_pair(2), per_pair(2), per_pair(dpad), per_pair(dpad), vector, vector, anywhere, anywhere, anywhere, anywhere]
@@ -239,16 +258,17 @@ def _pallas_call(kernel, padded: int, dpad: int, dtype, interpret: bool):
     if not interpret:
         from jax.experimental.pallas import triton as plt
 
-        params["compiler_params"] = plt.CompilerParams(num_warps=4, num_stages=1)
-    return pl.pallas_call(kernel, out_shape=out_shape, grid=(padded // BLOCK,), in_specs=in_specs, out_specs=out_specs, interpret=interpret, name="dpjax_coupled_quadratic", **params)
+        params["compiler_params"] = plt.CompilerParams(num_warps=warps, num_stages=1)
+    return pl.pallas_call(kernel, out_shape=out_shape, grid=(padded // block,), in_specs=in_specs, out_specs=out_specs, interpret=interpret, name="dpjax_coupled_quadratic", **params)
 
 
 def _local_advance(fparams, iparams, words, order, x, xp, loss, finite, hess, lin, small, table, *, kernel, dtype, interpret):
-    """Run the kernel on this device's pairs (padded to a multiple of BLOCK, padding dropped)."""
+    """Run the kernel on this device's pairs (padded to a multiple of the block, padding dropped)."""
     k = x.shape[1]
-    padded = -(-k // BLOCK) * BLOCK
+    block, warps = launch_shape()
+    padded = -(-k // block) * block
     pad = lambda v: jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, padded - k)])
-    call = _pallas_call(kernel, padded, x.shape[0], dtype, interpret)
+    call = _pallas_call(kernel, padded, x.shape[0], dtype, interpret, block, warps)
     outs = call(fparams, iparams, pad(words), pad(order), pad(x), pad(xp), pad(loss), pad(finite), hess, lin, small, table)
     return tuple(o[..., :k] for o in outs)
 

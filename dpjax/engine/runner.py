@@ -136,7 +136,11 @@ def run_pairs(
     """
     dtype = jnp.dtype(dtype)
     path = choose_engine(engine, model, sampler)
-    with jax.enable_x64(dtype == jnp.dtype(jnp.float64)):
+    # float32 chains on a GPU: at XLA's default precision float32 dot products (a model's
+    # x @ theta, the loss's <Delta, z>) may run on TF32 units with 10-bit mantissas: the likely
+    # cause of float32 path losses 4% (relative) off the Pallas kernel's on an H100. A chain's
+    # precision is the dtype the user chose, so every product is asked for in full
+    with jax.enable_x64(dtype == jnp.dtype(jnp.float64)), jax.default_matmul_precision("highest"):
         return _run(seed, model, pair, sampler, num_pairs, num_steps, np.asarray(record_steps, np.int64), init, dtype, check_mesh(mesh),
                     chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll or default_unroll(),
                     fallback=engine == "auto" and path == "pallas")
