@@ -18,14 +18,14 @@ def tiny_args(module, *extra):
 
 
 def test_tiny_cauchy_run_has_both_arms_finite():
-    results, _ = contamination_cauchy.run(tiny_args(contamination_cauchy, "--sensitivity-scales", ""))
+    results, _ = contamination_cauchy.run(tiny_args(contamination_cauchy, "--sensitivity-scales", "", "--sensitivity-theta-multiples", ""))
     res = results["by_dim"]["3"]
     for arm in common.ARMS:
         per = res[f"per_dataset_epsilon_{arm}"]
         assert all(len(p) == 4 and np.all(np.isfinite(p)) and np.all(np.asarray(p) > 0) for p in per)
         assert results["rate_fit"][f"d3_{arm}"]["ok"]
     assert res["uncontaminated_lower"] == [u < c for u, c in zip(res["epsilon_hat_uncontaminated"], res["epsilon_hat_contaminated"])]
-    assert "sensitivity" not in results
+    assert "sensitivity" not in results and "theta_sensitivity" not in results
     assert any("uncontaminated eps_hat lower" in r["quantity"] for r in contamination_cauchy.headline(results))
 
 

@@ -22,7 +22,8 @@ def tiny_args(module, *extra):
 
 @pytest.mark.slow  # one compilation of Algorithm 1 for a regression (~30 s here)
 def test_tiny_linear_run_structure_and_infinite_uncontaminated_arm():
-    results, fig = contamination_linear.run(tiny_args(contamination_linear, "--sensitivity-scales", "1,2", "--sensitivity-K", "4"))
+    results, fig = contamination_linear.run(tiny_args(contamination_linear, "--sensitivity-scales", "1,2", "--sensitivity-K", "4",
+                                                      "--sensitivity-theta-multiples", "1"))
     assert fig is not None and results["dims"] == [3] and results["n"] == [150, 300]
     res = results["by_dim"]["3"]
     assert res["settings"]["theta_star"] == [0.5, -1.0, 1.0] and res["settings"]["contamination_scale"] == 1.0
@@ -42,6 +43,10 @@ def test_tiny_linear_run_structure_and_infinite_uncontaminated_arm():
     sens = results["sensitivity"]
     assert [r["contamination_scale"] for r in sens["rows"]] == [1.0, 2.0] and sens["n"] == 150
     assert sens["rows"][0]["epsilon_hat"] == eps[0]
+    # so does theta* -> 1 theta*: the theta* sweep rebuilds the model from the scaled theta*
+    theta = results["theta_sensitivity"]
+    assert theta["multiples"] == [1.0] and theta["rows"][0]["theta_star"] == [0.5, -1.0, 1.0]
+    assert theta["rows"][0]["epsilon_hat"] == eps[0]
     rows = contamination_linear.headline(results)
     assert rows[0]["dpjax"].endswith("/ inf") and rows[2]["dpjax"] == fit["slope"]
 

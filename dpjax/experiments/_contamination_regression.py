@@ -7,7 +7,8 @@ Used by ``contamination-linear``, ``contamination-cauchy`` and ``contamination-l
 (:mod:`.contamination_linear`, :mod:`.contamination_cauchy`, :mod:`.contamination_logistic`).
 Per dimension the result has the layout of the original d = 5 logistic result
 (``epsilon_hat_contaminated``, ``epsilon_hat_uncontaminated``, intervals, diagnostics,
-per-dataset values); the top level adds ``by_dim``, ``rate_fit`` and ``sensitivity``.
+per-dataset values); the top level adds ``by_dim``, ``rate_fit``, ``sensitivity`` (g's scale) and
+``theta_sensitivity`` (multiples of theta*).
 """
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser, kind: str) -> None:
                         help=f"scale of g (not given by the paper; default {DEFAULT_SCALES[kind]:g})")
     parser.add_argument("--sensitivity-scales", type=_float_list, default=list(SENSITIVITY_SCALES[kind]),
                         help="contamination scales for the sensitivity run at the first n and d (empty string: skip)")
+    parser.add_argument("--sensitivity-theta-multiples", type=_float_list, default=[0.5, 2.0],
+                        help="multiples c of theta* for a sensitivity run with theta* -> c theta* at the first n and d "
+                             "(the paper does not print theta*; default 0.5,2; empty string: skip)")
     parser.add_argument("--sensitivity-K", type=int, default=None, help="datasets per sensitivity point (default 200, --quick 20)")
     parser.add_argument("--proposal-scale", type=float, default=2.0, help="importance proposal N(MAP, s^2 H^-1) scale s (default 2)")
     parser.add_argument("--quantile", type=float, default=0.99, help="reported quantile over datasets (default 0.99)")
@@ -177,18 +181,20 @@ def fit_rates(per_dim: dict, n_values, args) -> dict:
     return out
 
 
-def run_sensitivity(make_model, args, theta_star, n, num_datasets, grid_per_axis, scales, pad_to) -> dict:
-    """eps_hat at one (n, d) for each contamination scale (the parameter the paper leaves out)."""
+def run_sensitivity(make_model, args, points, n, num_datasets, grid_per_axis, pad_to) -> dict:
+    """eps_hat at one (n, d) for each (theta*, contamination scale) in ``points``: the choices the
+    paper leaves out (g's scale; theta*, which it does not print). The datasets are drawn with
+    the main run's seed, so the point equal to the main run's settings reproduces its value."""
     rows = []
     p = n ** (-args.rate_exponent)
     opt = lambda name: getattr(args, name)
-    for scale in scales:
+    for theta_star, scale in points:
         model = make_model(theta_star, scale, args.response_points)
         arm = estimate_arm(model, theta_star, n, p, args, opt, num_datasets, pad_to, grid_per_axis, args.quantile,
-                           f"contaminated (scale {scale:g})", len(theta_star))
-        rows.append(dict(contamination_scale=scale, epsilon_hat=arm["epsilon_hat"], interval=arm["interval"],
+                           f"contaminated (scale {scale:g}, theta* {[round(t, 4) for t in theta_star]})", len(theta_star))
+        rows.append(dict(contamination_scale=scale, theta_star=list(theta_star), epsilon_hat=arm["epsilon_hat"], interval=arm["interval"],
                          median_epsilon=arm["median_epsilon"], seconds=arm["seconds"]))
-    return {"n": n, "dim": len(theta_star), "K": num_datasets, "rows": rows}
+    return {"n": n, "dim": len(points[0][0]), "K": num_datasets, "rows": rows}
 
 
 def run(kind: str, make_model, args: argparse.Namespace, extra_settings: dict) -> dict:
@@ -229,13 +235,19 @@ def run(kind: str, make_model, args: argparse.Namespace, extra_settings: dict) -
         }
         per_dim[str(dim)] = assemble(rows, n_values, args, settings)
     results = {"dims": list(args.dims), "n": n_values, "by_dim": per_dim, "rate_fit": fit_rates(per_dim, n_values, args)}
-    scales = [s for s in (args.sensitivity_scales or [])]
-    if scales:
-        k_sens = args.sensitivity_K if args.sensitivity_K is not None else (20 if args.quick else 200)
-        dim = args.dims[0]
-        results["sensitivity"] = run_sensitivity(make_model, args, default_theta_star(dim), n_values[0], k_sens,
-                                                 args.grid_per_axis or auto_grid_per_axis(dim, args.response_points), scales,
-                                                 max(n_values))  # the main run's padding: its compiled code is reused
+    k_sens = args.sensitivity_K if args.sensitivity_K is not None else (20 if args.quick else 200)
+    dim = args.dims[0]
+    theta_star = default_theta_star(dim)
+    sweeps = {
+        "sensitivity": [(theta_star, scale) for scale in (args.sensitivity_scales or [])],
+        "theta_sensitivity": [([c * t for t in theta_star], args.contamination_scale) for c in (args.sensitivity_theta_multiples or [])],
+    }
+    for key, points in sweeps.items():
+        if points:  # the main run's padding, so its compiled code is reused where the model allows
+            results[key] = run_sensitivity(make_model, args, points, n_values[0], k_sens,
+                                           args.grid_per_axis or auto_grid_per_axis(dim, args.response_points), max(n_values))
+            if key == "theta_sensitivity":
+                results[key]["multiples"] = list(args.sensitivity_theta_multiples)
     results["total_seconds"] = time.perf_counter() - t_total
     results["settings"] = {"kind": kind, "K": num_datasets, "quick": bool(args.quick), **extra_settings}
     return results

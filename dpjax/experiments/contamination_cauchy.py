@@ -12,8 +12,8 @@ unbounded and searched on a compactified variable (see
 contamination eps_hat is the *lower* one (Figure 2c).
 
 Not given by the paper, and so flags here: theta* (default (0.5, -1, 1, -0.5, 0.25), tiled
-for d = 10), g's scale lambda (default 10, with a sensitivity run over lambda), the
-particles m, the n grid and the optimiser.
+for d = 10, with a sensitivity run at 0.5 and 2 times it), g's scale lambda (default 10, with
+a sensitivity run over lambda), the particles m, the n grid and the optimiser.
 
 Run: ``dpjax reproduce contamination-cauchy --out DIR [--quick]``.
 """

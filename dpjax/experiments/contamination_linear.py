@@ -11,8 +11,9 @@ The response is unbounded: the sup/inf over y run on a compactified variable (se
 such, not estimated.
 
 Not given by the paper, and so flags here: theta* (default (0.5, -1, 1, -0.5, 0.25), tiled
-for d = 10), g's scale s (the paper's "dispersion lambda"; default s = 1, with a sensitivity
-run over s), the particles m, the n grid and the optimiser.
+for d = 10, with a sensitivity run at 0.5 and 2 times it), g's scale s (the paper's
+"dispersion lambda"; default s = 1, with a sensitivity run over s), the particles m, the n
+grid and the optimiser.
 
 Run: ``dpjax reproduce contamination-linear --out DIR [--quick]``.
 """
