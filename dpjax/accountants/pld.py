@@ -241,12 +241,48 @@ def chernoff_log_mgf(pmf, k_lo, steps, step: float):
     return lambdas, jnp.stack(lm_pos), jnp.stack(lm_neg)
 
 
-def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, start, lambdas, lm_pos, lm_neg):
+COMPLEX_MUL_ETA = 4.0 * UNIT_ROUNDOFF  # relative error of one complex product (see _powers_by_squaring)
+UNDERFLOW_SLACK = 1e-290  # absolute error per frequency from underflow in the powers (see _powers_by_squaring)
+
+
+def _powers_by_squaring(z, hi_base, steps, nbits):
+    """prod_s z[s]^T_s (complex) and prod_s hi_base[s]^T_s (real, >= 0) by binary powering,
+    ``nbits`` >= bit length of every T_s (the same squarings for every stage).
+
+    Round-off: a complex product has relative error <= sqrt(5) u without FMA (Brent, Percival &
+    Zimmermann 2007) and <= 2 u with one (Jeannerod, Kornerup, Louvet & Muller 2017); we take
+    eta = 4 u. By induction over the products, a computed x^a times a computed x^b carries
+    relative error factors (1 + eta)^(a-1) (1 + eta)^(b-1) (1 + eta), so the computed
+    prod_s z_s^T_s is within (1 + eta)^(sum T) - 1 of the exact one, relatively (the same for
+    the real powers with eta = u). Underflow adds an absolute error of at most a few times
+    2^-1022 per product, never amplified (every factor has modulus <= 1 + 1e-12 here), so at
+    most UNDERFLOW_SLACK in all for any realistic number of products."""
+    t = steps.astype(jnp.int64)
+
+    def body(b, carry):
+        acc, acc_hi, base, base_hi = carry
+        bit = ((t >> b) & 1).astype(bool)[:, None]
+        acc = jnp.where(bit, acc * base, acc)
+        acc_hi = jnp.where(bit, acc_hi * base_hi, acc_hi)
+        return acc, acc_hi, base * base, base_hi * base_hi
+
+    carry = (jnp.ones_like(z), jnp.ones_like(hi_base), z, hi_base)
+    if isinstance(nbits, int):  # unrolled: one fused elementwise kernel (a loop would store every iterate)
+        for b in range(nbits):
+            carry = body(b, carry)
+    else:
+        carry = jax.lax.fori_loop(0, nbits, body, carry)
+    acc, acc_hi = carry[0], carry[1]
+    return jnp.prod(acc, axis=0), jnp.prod(acc_hi, axis=0)
+
+
+def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, start, lambdas, lm_pos, lm_neg, nbits=None):
     """Compose stages s = 1..S (PMF pmf[s] on grid k_lo[s] + j, repeated steps[s] times) into the
     window of n grid points from index ``start``. Chernoff data (lambdas, lm_pos, lm_neg) from
     :func:`chernoff_log_mgf` bound the mass outside it. Returns (pmf_out (n,) clipped at 0, the
     exact mass at +inf, tau_up, tau_lo, R); :func:`pessimistic_infinity` and
-    :func:`remove_from_top` make the two sides from them."""
+    :func:`remove_from_top` make the two sides from them. ``nbits``: at least the bit length of
+    every steps[s] (computed here if not given; a batch passes its largest)."""
     fin = jnp.sum(pmf, axis=-1)
     tot = fin + inf_mass
     offset = jnp.sum(steps.astype(jnp.int64) * k_lo)
@@ -256,27 +292,35 @@ def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, star
     tau_up = jnp.where(start + n - 1 >= top_support, 0.0, jnp.min(jnp.exp(lm_pos - lambdas * (start + n) * step)))
     tau_up = jnp.minimum(tau_up, finite_total)
     tau_lo = jnp.minimum(tau_lo, finite_total)
+    if nbits is None:
+        nbits = 64 - jax.lax.clz(jnp.max(steps.astype(jnp.int64)))
 
+    # z_s^T_s by repeated squaring (complex products only: no log / angle / exp per frequency),
+    # then the shift to the window as an exact rotation of the output
     z = jnp.fft.rfft(pmf, n=n, axis=-1)  # (S, n/2+1)
-    absz = jnp.abs(z)
-    log_abs = jnp.log(absz)
-    phase = jnp.sum(steps[:, None] * jnp.angle(z), axis=0)
-    k = jnp.arange(n // 2 + 1, dtype=jnp.int64)
-    shift = jnp.mod(start - offset, n)  # out[i] = circular[(i + shift) mod n]
-    phase = phase + (2.0 * math.pi / n) * jnp.mod(k * shift, n).astype(jnp.float64)
-    log_w = jnp.sum(steps[:, None] * log_abs, axis=0)
-    abs_w = jnp.exp(log_w)
-    out = jnp.fft.irfft(abs_w * jnp.exp(1j * phase), n=n)
-
-    # round-off bound R on ||out - exact circular convolution||_1 (module docstring)
     gamma = fft_error_constant(n)
-    err_fwd = gamma * fin[:, None]  # per component of each stage's transform
-    log_hi = jnp.sum(steps[:, None] * jnp.log(absz + err_fwd), axis=0)
-    pow_part = jnp.exp(log_hi) * (-jnp.expm1(jnp.minimum(log_w - log_hi, 0.0)))
-    rel_pow = jnp.expm1(4.0 * UNIT_ROUNDOFF * jnp.sum(steps[:, None] * (jnp.abs(log_abs) + 4.0), axis=0) + 8 * UNIT_ROUNDOFF)
-    dw = pow_part + jnp.where(abs_w > 0, abs_w * rel_pow, 0.0)
+    err_fwd = gamma * fin[:, None]  # per component of each stage's transform (module docstring)
+    hi_base = jnp.abs(z) * (1 + 4 * UNIT_ROUNDOFF) + err_fwd  # >= |exact transform|
+    w, hi = _powers_by_squaring(z, hi_base, steps, nbits)
+    circular = jnp.fft.irfft(w, n=n)
+    shift = jnp.mod(start - offset, n)  # out[i] = circular[(i + shift) mod n]
+    out = jax.lax.dynamic_slice(jnp.concatenate([circular, circular]), (shift,), (n,))
+
+    # round-off bound R on ||out - exact circular convolution||_1 (module docstring). Per
+    # frequency, |exact^T - computed^T| <= |prod (|z_s| + e_s)^T_s - prod |z_s|^T_s| (the forward
+    # FFT errors e_s) + rel |computed| (the powering); the first is f(1) - f(0) for
+    # f(t) = prod_s (|z_s| + t e_s)^T_s, increasing and convex, so <= f'(1) = f(1) sum_s T_s e_s / (|z_s| + e_s).
+    total_steps = jnp.sum(steps)
+    rel_pow = jnp.expm1(total_steps * math.log1p(COMPLEX_MUL_ETA))
+    pow_part = hi * jnp.sum(steps[:, None] * jnp.where(hi_base > 0, err_fwd / jnp.where(hi_base > 0, hi_base, 1.0), 0.0), axis=0)
+    abs_w = jnp.abs(w)
+    dw = pow_part + abs_w * (rel_pow / (1.0 - rel_pow)) + UNDERFLOW_SLACK
     weights = jnp.full(n // 2 + 1, 2.0).at[0].set(1.0).at[-1].set(1.0)  # full-spectrum l1 of a Hermitian vector
-    roundoff = (jnp.sum(weights * dw) + gamma * jnp.sum(weights * abs_w)) * (1 + 1e-6)
+    # the bound's own arithmetic: sums of n positive terms and powers computed like w (relative
+    # error <= rel_pow + n u each), absorbed by the final factor
+    slack = 1.0 + 2.0 * rel_pow + 2.0 * n * UNIT_ROUNDOFF + 1e-6
+    roundoff = (jnp.sum(weights * dw) + gamma * jnp.sum(weights * abs_w)) * slack
+    roundoff = jnp.where(rel_pow < 0.5, roundoff, jnp.inf)  # beyond ~1e15 steps: no bound, delta = 1
 
     out = jnp.maximum(out, 0.0)
     inf_out = jnp.exp(jnp.sum(steps * jnp.log(tot))) * (-jnp.expm1(jnp.sum(steps * (jnp.log(fin) - jnp.log(tot)))))

@@ -255,10 +255,12 @@ def _chernoff_batch_step(pmf, k_lo, steps, step):
     return jax.vmap(lambda p, k, t: _pld.chernoff_log_mgf(p, k, t, step))(pmf, k_lo, steps)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "step", "keep"))
-def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic, delta, n, step, keep):
+@functools.partial(jax.jit, static_argnames=("n", "step", "keep", "nbits"))
+def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic, delta, n, step, keep, nbits):
+    # nbits: the bit length of the largest step count (static: the squarings are unrolled and fused)
+
     def one(p, i, lo, t, hi, st, lam, lp, ln, pess):
-        out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln)
+        out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln, nbits)
         # optimistic: delta minus (tau_lo + R) is below the truth (see pld.remove_from_top)
         inf_eff = jnp.where(pess, _pld.pessimistic_infinity(inf_out, tau_up, roundoff), inf_out - tau_lo - roundoff)
         eps = jnp.zeros(()) if keep else _pld.epsilon_blocked(out, st, inf_eff, step, delta)
@@ -409,6 +411,9 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
             f"{int(n_conf[bad])} > {max_grid} points (steps={steps[bad].tolist()}); use a coarser interval or fewer steps")
     res = {"eps": [None] * nconf, "n": n_conf, "tau_up": np.zeros(nconf), "roundoff": np.zeros(nconf), "pld": [None] * nconf}
     deltas = np.asarray(deltas, dtype=np.float64)
+    # squarings of the binary powering: the bit length of the largest step count, rounded up to
+    # a multiple of 4 (fewer compiled programs; the surplus squarings leave the powers unchanged)
+    nbits = int(-(-max(1, int(np.max(steps)).bit_length()) // 4) * 4)
     for n in np.unique(n_conf):
         sel = np.flatnonzero(n_conf == n)
         n = int(n)
@@ -424,7 +429,7 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
             for d_i, d in enumerate(deltas):
                 outs = _compose_batch(
                     pmf_n[local], inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
-                    np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0)
+                    np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0, nbits=nbits)
                 p_out, inf_out, tau_up, tau_lo, roundoff, eps = [None if o is None else np.asarray(o) for o in outs]
                 eps_cols.append(eps)
                 if d_i == 0:
