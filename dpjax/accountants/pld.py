@@ -112,17 +112,27 @@ def _discretise_block(kind: str, step: float, sigma, q, k_first, num_cells):
     Blocks make the work proportional to each grid's own length (no padding of short grids to
     a common one) with one compiled program for any length."""
     b = DISCRETISE_BLOCK
-    tails = pld_pairs.TAILS[kind]
     losses = (k_first + jnp.arange(b + 1)) * step
-    p_sf, p_cdf, q_sf, q_cdf = tails(losses, sigma, q)
-    log_p_cell = _cell_log_masses(p_sf, p_cdf)
-    log_q_cell = _cell_log_masses(q_sf, q_cdf)
+    log_p_cell, log_q_cell, log_below, log_above = _log_cells(kind, losses, sigma, q, num_cells)
     real = jnp.arange(b) < num_cells
     p_cell = jnp.where(real, jnp.exp(log_p_cell), 0.0)
     ratio = jnp.where(jnp.isfinite(log_p_cell), log_q_cell - log_p_cell + losses[1:], 0.0)
     share_low = jnp.clip(jnp.expm1(jnp.clip(ratio, 0.0, step)) / math.expm1(step), 0.0, 1.0)
     pess = jnp.zeros(b + 1).at[:-1].add(share_low * p_cell).at[1:].add((1.0 - share_low) * p_cell)
-    return pess, p_cell, p_cdf[0], p_sf[num_cells]
+    return pess, p_cell, log_below, log_above
+
+
+def _log_cells(kind: str, losses, sigma, q, last):
+    """(log P-mass, log Q-mass) of the cells between consecutive ``losses``, log P(L <= losses[0])
+    and log P(L > losses[last]): from the pair's cell function where it has one, else by
+    differencing its tails. The barrier stores the cells (tails) once: without it XLA fuses
+    their costly evaluation into each consumer, i.e. computes them two or three times over."""
+    if kind in pld_pairs.CELLS:
+        log_p_cell, log_q_cell = jax.lax.optimization_barrier(pld_pairs.CELLS[kind](losses, sigma, q))
+        p_sf, p_cdf, _, _ = pld_pairs.TAILS[kind](jnp.stack([losses[0], losses[last]]), sigma, q)
+        return log_p_cell, log_q_cell, p_cdf[0], p_sf[1]
+    p_sf, p_cdf, q_sf, q_cdf = jax.lax.optimization_barrier(pld_pairs.TAILS[kind](losses, sigma, q))
+    return _cell_log_masses(p_sf, p_cdf), _cell_log_masses(q_sf, q_cdf), p_cdf[0], p_sf[last]
 
 
 def _suffix_decayed(c, decay):
@@ -208,6 +218,7 @@ def _symmetrised_one(length: int, step: float, k_top: int, sigma, q, base: str):
 
 # --- composition ---------------------------------------------------------------------------------
 CHERNOFF_ORDERS = 10  # lambda* 2^k, k = -4 .. 5
+CHERNOFF_BLOCK = 128  # grid points per block of the blocked MGF sums
 
 
 def chernoff_log_mgf(pmf, k_lo, steps, step: float):
@@ -215,30 +226,43 @@ def chernoff_log_mgf(pmf, k_lo, steps, step: float):
     lambdas (K,) around the Gaussian-approximation optimum sqrt(2 log(1/tail) / Var) and
     sum_s T_s log E[e^{+-lambda L_s}] (K,) each, for the finite part of each stage's PMF.
 
-    Each MGF is one exp per grid point and repeated squaring for the doubling orders, shifted
-    by the stage's mean (terms below it can only underflow to a relative 1e-300 of the sum,
-    which holds the mass above the mean); the result is rounded up by the dot products'
-    relative error bound so that the tail bounds built from it stay bounds."""
+    The MGF sums are taken in blocks of b points: for the block starting at l_0,
+    sum_i p_i e^{lambda (l_i - m)} = e^{lambda (l_0 - m)} sum_i p_i e^{lambda i h} (m the stage's
+    mean), the inner sums for all orders at once as one matrix product with the (b, 2K) matrix
+    of factors e^{lambda i h} (and e^{lambda (b-1-i) h} for -lambda, taken from the block's
+    end), every factor >= 1 so no product underflows; the block totals are combined in log
+    space, exp(log(inner) + lambda (l_0 - m)), which underflows only where the true term is below
+    2^-1022, a relative 1e-300 of the sum (that holds the mass above the mean at factors >= 1).
+    Where a factor overflows the order's sum is inf or NaN, and the order is dropped (inf).
+    The result is rounded up by the sums' relative error bound so that the tail bounds built
+    from it stay bounds."""
     length = pmf.shape[-1]
+    b = min(CHERNOFF_BLOCK, length)
+    pad = (-length) % b
+    pmf_b = jnp.pad(pmf, ((0, 0), (0, pad))) if pad else pmf
+    nb = pmf_b.shape[-1] // b
     losses = (k_lo[:, None] + jnp.arange(length)[None, :]) * step  # (S, L)
     fin = jnp.maximum(jnp.sum(pmf, axis=-1), 1e-300)
     mean = jnp.sum(pmf * losses, axis=-1) / fin
     var = jnp.sum(pmf * (losses - mean[:, None]) ** 2, axis=-1) / fin
     total_var = jnp.maximum(jnp.sum(steps * var), (step * 1e-3) ** 2)
     lam0 = jnp.sqrt(2.0 * 35.0 / total_var) / 16.0  # 35 ~ log(1e15); the grid spans 2^-4 .. 2^5 of it
-    slack = math.log1p(4.0 * length * UNIT_ROUNDOFF + 2.0 ** (CHERNOFF_ORDERS + 3) * UNIT_ROUNDOFF)
-    up = jnp.exp(lam0 * (losses - mean[:, None]))
-    down = jnp.exp(-lam0 * (losses - mean[:, None]))
-    lm_pos, lm_neg = [], []
-    for k in range(CHERNOFF_ORDERS):
-        lam = lam0 * 2.0**k
-        lp = jnp.log(jnp.sum(pmf * up, axis=-1)) + lam * mean + slack
-        ln = jnp.log(jnp.sum(pmf * down, axis=-1)) - lam * mean + slack
-        lm_pos.append(jnp.sum(steps * jnp.where(jnp.isnan(lp), jnp.inf, lp)))
-        lm_neg.append(jnp.sum(steps * jnp.where(jnp.isnan(ln), jnp.inf, ln)))
-        up, down = up * up, down * down
     lambdas = lam0 * 2.0 ** jnp.arange(CHERNOFF_ORDERS)
-    return lambdas, jnp.stack(lm_pos), jnp.stack(lm_neg)
+    # relative error of the sums (b + nb positive terms, the exps) and of the logs, rounded up
+    slack = math.log1p(4.0 * length * UNIT_ROUNDOFF + 2.0 ** (CHERNOFF_ORDERS + 3) * UNIT_ROUNDOFF)
+    i = jnp.arange(b) * step
+    factors = jnp.exp(jnp.concatenate([i[:, None] * lambdas[None, :], i[::-1, None] * lambdas[None, :]], axis=1))  # (b, 2K)
+    inner = jnp.einsum("sni,ik->snk", pmf_b.reshape(-1, nb, b), factors, precision=jax.lax.Precision.HIGHEST)  # (S, nb, 2K)
+    first = (k_lo[:, None] + b * jnp.arange(nb)[None, :]) * step - mean[:, None]  # l_0 - m of each block (S, nb)
+    last = first + (b - 1) * step
+    expo = jnp.concatenate([first[..., None] * lambdas, -last[..., None] * lambdas], axis=-1)  # (S, nb, 2K)
+    with jax.numpy_dtype_promotion("standard"):
+        terms = jnp.exp(jnp.log(inner) + expo)
+    sums = jnp.sum(terms, axis=1)  # (S, 2K)
+    lam2 = jnp.concatenate([lambdas, -lambdas])
+    log_m = jnp.log(sums) + lam2 * mean[:, None] + slack
+    log_m = jnp.sum(steps[:, None] * jnp.where(jnp.isnan(log_m), jnp.inf, log_m), axis=0)
+    return lambdas, log_m[:CHERNOFF_ORDERS], log_m[CHERNOFF_ORDERS:]
 
 
 COMPLEX_MUL_ETA = 4.0 * UNIT_ROUNDOFF  # relative error of one complex product (see _powers_by_squaring)

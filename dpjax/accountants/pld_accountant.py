@@ -181,11 +181,12 @@ def _blocks_batch(sigma, q, k_first, num_cells, kind, step):
 BLOCKS_PER_CALL = 256  # blocks of DISCRETISE_BLOCK cells per call of the blocked discretisation
 
 
-def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step):
+def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
     """One step's pessimistic and optimistic PMFs for every (configuration, stage) item of the
     (B, S) arrays, each on its own grid k_lo..k_hi (work proportional to its length, by blocks:
     :func:`dpjax.accountants.pld._discretise_block`), returned zero-padded to ``width`` points:
-    (pess (B, S, width), pess_inf (B, S), opt (B, S, width), opt_inf (B, S) = 0)."""
+    (pess (B, S, width), pess_inf (B, S), opt (B, S, width), opt_inf (B, S) = 0); opt has
+    width 0 unless ``optimistic``."""
     shape = np.shape(sigma)
     sig, qq, lo, hi = (np.asarray(a).reshape(-1) for a in (sigma, q, k_lo, k_hi))
     b = _pld.DISCRETISE_BLOCK
@@ -197,21 +198,29 @@ def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step):
     pess_b, opt_b, log_cdf0, log_sf_last = _in_chunks(
         _blocks_batch, (sig[item], qq[item], (lo[item] + off).astype(np.int64), num_cells.astype(np.int64)), BLOCKS_PER_CALL,
         kind=kind, step=step)
-    full = max(int(width), int(nb.max()) * b + 1)
-    cols = off[:, None] + np.arange(b)[None, :]
-    pess = np.zeros((sig.size, full))
-    pess[item[:, None], cols] = pess_b[:, :b]  # disjoint within an item
-    np.add.at(pess, (item, off + b), pess_b[:, b])  # the point shared with the next block
-    opt = np.zeros((sig.size, full))
-    opt[item[:, None], cols] = opt_b
-    first = off == 0
-    pess[item[first], 0] += np.exp(log_cdf0[first])  # the mass below the grid, moved up to its lowest point
-    last = (cells[item] - off) <= b
-    pess_inf = np.zeros(sig.size)
-    pess_inf[item[last]] = np.exp(log_sf_last[last])  # the mass above the grid -> +inf
-    opt[item[last], cells[item[last]]] += np.exp(log_sf_last[last])  # rounded down to the top point
-    pess, opt = pess[:, :width], opt[:, :width]
-    return pess.reshape(shape + (width,)), pess_inf.reshape(shape), opt.reshape(shape + (width,)), np.zeros(shape)
+    # each item's blocks are consecutive: copy them into its row (cells beyond an item's grid
+    # carry no mass, so nothing is lost where the last block overhangs ``width``)
+    block0 = np.cumsum(nb) - nb
+    pess = np.zeros((sig.size, width))
+    opt = np.zeros((sig.size, width)) if optimistic else None
+    for i in range(sig.size):
+        blocks = slice(block0[i], block0[i] + nb[i])
+        m = min(int(nb[i]) * b, width)
+        pess[i, :m] = pess_b[blocks, :b].reshape(-1)[:m]
+        # each block's right end, shared with the next block's first point (those at or beyond
+        # ``width`` are 0: a block's last cell is real only where the grid's top point is < width)
+        shared = np.arange(b, min(int(nb[i]) * b, width - 1) + 1, b)
+        pess[i, shared] += pess_b[blocks, b][: shared.size]
+        if optimistic:
+            opt[i, :m] = opt_b[blocks].reshape(-1)[:m]
+    last_block = block0 + nb - 1
+    pess[:, 0] += np.exp(log_cdf0[block0])  # the mass below the grid, moved up to its lowest point
+    pess_inf = np.exp(log_sf_last[last_block])  # the mass above the grid -> +inf
+    if optimistic:
+        opt[np.arange(sig.size), cells] += pess_inf  # rounded down to the top point
+    else:
+        opt = np.zeros((sig.size, 0))
+    return pess.reshape(shape + (width,)), pess_inf.reshape(shape), opt.reshape(shape + opt.shape[-1:]), np.zeros(shape)
 
 
 @functools.partial(jax.jit, static_argnames=("k_top", "length", "step", "base"))
@@ -267,6 +276,14 @@ def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, 
         return (out if keep else None), inf_out, tau_up, tau_lo, roundoff, eps
 
     return jax.vmap(one)(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic)
+
+
+@functools.partial(jax.jit, static_argnames=("n",))
+def _rows_fitted(pmf, rows, n):
+    x = pmf[rows]
+    if x.shape[-1] >= n:
+        return x[..., :n]
+    return jnp.pad(x, ((0, 0), (0, 0), (0, n - x.shape[-1])))
 
 
 @dataclasses.dataclass
@@ -366,20 +383,22 @@ def _run_group(plan, idx, length, step, tail, deltas, keep, max_grid, optimistic
         pess, pess_inf, (opt_r, opt_a) = _in_chunks(_symmetrised_batch, (sigma, q), _chunk_for(disc_len * sigma.shape[1]),
                                                     k_top=k_top, length=disc_len, step=step, base=base)
         zeros = np.zeros(sigma.shape)
+        k_hi = None
         sets = [(pess, pess_inf, np.full(sigma.shape, -k_top, np.int64), True),
                 (opt_r, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False),
                 (opt_a, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False)]
     else:
         k_lo = plan.k_lo[idx]
-        pess, pess_inf, opt, opt_inf = _discretise_exact(plan.kind, sigma, q, k_lo, plan.k_hi[idx], length, step)
+        pess, pess_inf, opt, opt_inf = _discretise_exact(plan.kind, sigma, q, k_lo, plan.k_hi[idx], length, step, optimistic)
         sets = [(pess, pess_inf, k_lo, True), (opt, opt_inf, k_lo, False)]
+        k_hi = plan.k_hi[idx]  # the real top of each grid (the arrays are padded to ``length``)
 
     if not optimistic:
         sets = [st for st in sets if st[3]]
     out = {int(i): {} for i in idx}
     opt_parts = []
     for pmf, inf, k_lo, pessimistic in sets:
-        res = _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, max_grid)
+        res = _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, max_grid, k_hi)
         if pessimistic:
             for j, i in enumerate(idx):
                 out[int(i)].update(eps_pess=res["eps"][j], grid=res["n"][j], tau_up=res["tau_up"][j], roundoff=res["roundoff"][j])
@@ -394,16 +413,19 @@ def _run_group(plan, idx, length, step, tail, deltas, keep, max_grid, optimistic
     return out
 
 
-def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, max_grid):
+def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, max_grid, k_hi=None):
     """Compose every configuration of one set of stage PMFs (B, S, L): Chernoff window, then
-    FFT in chunks of configurations sharing an FFT length."""
+    FFT in chunks of configurations sharing an FFT length. ``k_hi`` (B, S): the grid index of
+    each PMF's last point that may carry mass (default: the array's last)."""
     nconf, _, plen = pmf.shape
     stepsf = steps.astype(np.float64)
     lambdas, lm_pos, lm_neg = _in_chunks(_chernoff_batch_step, (pmf, k_lo, stepsf), _chunk_for(plen * pmf.shape[1]), step=step)
     offset = np.sum(steps * k_lo, axis=-1)
-    k_hi = k_lo + plen - 1
+    if k_hi is None:
+        k_hi = k_lo + plen - 1
     top_support = np.sum(steps * k_hi, axis=-1)
-    start, n_conf = _window(lambdas, lm_pos, lm_neg, offset, top_support, plen, step, tail)
+    real_len = np.max(k_hi - k_lo, axis=-1) + 1  # the FFT must hold each stage's PMF: n >= this, not the padded plen
+    start, n_conf = _window(lambdas, lm_pos, lm_neg, offset, top_support, real_len, step, tail)
     if np.any(n_conf > max_grid):
         bad = int(np.flatnonzero(n_conf > max_grid)[0])
         raise ValueError(
@@ -414,21 +436,21 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
     # squarings of the binary powering: the bit length of the largest step count, rounded up to
     # a multiple of 4 (fewer compiled programs; the surplus squarings leave the powers unchanged)
     nbits = int(-(-max(1, int(np.max(steps)).bit_length()) // 4) * 4)
+    pmf_dev = jnp.asarray(pmf)  # one transfer; chunks are cut from it on the device
     for n in np.unique(n_conf):
         sel = np.flatnonzero(n_conf == n)
         n = int(n)
         chunk = _fit_chunk(_chunk_for(n), sel.size)
-        # the stage PMFs zero-padded to the FFT length on the host (the FFT pads them anyway):
-        # the compiled program then depends on n alone, not on (n, one step's grid length)
-        pmf_n = np.pad(pmf[sel], ((0, 0), (0, 0), (0, n - plen)))
         for c0 in range(0, sel.size, chunk):
             part = sel[c0 : c0 + chunk]
             pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
-            local = np.concatenate([np.arange(c0, c0 + part.size), np.full(chunk - part.size, c0 + part.size - 1)])
+            # the stage PMFs cut or zero-padded to the FFT length on the device (beyond real_len
+            # they are 0): the compiled composition then depends on n alone, not on (n, plen)
+            pmf_n = _rows_fitted(pmf_dev, pad, n=n)
             eps_cols = []
             for d_i, d in enumerate(deltas):
                 outs = _compose_batch(
-                    pmf_n[local], inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
+                    pmf_n, inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
                     np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0, nbits=nbits)
                 p_out, inf_out, tau_up, tau_lo, roundoff, eps = [None if o is None else np.asarray(o) for o in outs]
                 eps_cols.append(eps)
