@@ -282,14 +282,6 @@ def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, 
     return jax.vmap(one)(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic)
 
 
-@functools.partial(jax.jit, static_argnames=("n",))
-def _rows_fitted(pmf, rows, n):
-    x = pmf[rows]
-    if x.shape[-1] >= n:
-        return x[..., :n]
-    return jnp.pad(x, ((0, 0), (0, 0), (0, n - x.shape[-1])))
-
-
 @dataclasses.dataclass
 class _Plan:
     kind: str  # a pair kind, or "symmetrised_<base>"
@@ -353,10 +345,31 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
         length_pow2 = np.array([_next_pow4(x) for x in length_each])
     else:
         length_pow2 = np.array([max(_next_pow2(x), 1024) for x in length_each])
-    results = {}
-    for length in np.unique(length_pow2):
-        idx = np.flatnonzero(length_pow2 == length)
-        results.update(_run_group(plan, idx, int(length), step, tail, deltas, keep, max_grid, optimistic))
+    # discretise each group of grid lengths, then compose each set over all groups at once: the
+    # configurations sharing an FFT length share chunks whatever their group (fewer partial
+    # chunks, one compiled composition per FFT length)
+    groups = [np.flatnonzero(length_pow2 == length) for length in np.unique(length_pow2)]
+    sets_by_group = [_discretise_group(plan, idx, int(length), step, optimistic)
+                     for idx, length in zip(groups, np.unique(length_pow2))]
+    idx = np.concatenate(groups)
+    results = {int(i): {} for i in idx}
+    opt_parts = []
+    for s_i in range(len(sets_by_group[0])):
+        parts = [sets[s_i] for sets in sets_by_group]
+        pessimistic = parts[0][4]
+        res = _compose_set([p[0] for p in parts], *(np.concatenate([p[j] for p in parts]) for j in (1, 2, 3)),
+                           plan.steps[idx], step, tail, pessimistic, deltas, keep, max_grid)
+        if pessimistic:
+            for j, i in enumerate(idx):
+                results[int(i)].update(eps_pess=res["eps"][j], grid=res["n"][j], tau_up=res["tau_up"][j], roundoff=res["roundoff"][j])
+                if keep:
+                    results[int(i)]["pess"] = res["pld"][j]
+        else:
+            opt_parts.append(res)
+    for j, i in enumerate(idx):
+        results[int(i)]["eps_opt"] = np.max([r["eps"][j] for r in opt_parts], axis=0) if opt_parts else np.full(len(deltas), np.nan)
+        if keep:
+            results[int(i)]["opt"] = [r["pld"][j] for r in opt_parts]
     order = [results[i] for i in range(nconf)]
     out = {
         "eps_pess": np.stack([r["eps_pess"] for r in order]),
@@ -377,58 +390,45 @@ def _stack_plds(items, step):
     return _pld.DiscretePLD(pmf, np.array([p[1] for p in items], dtype=np.int64), np.array([p[2] for p in items]), step)
 
 
-def _run_group(plan, idx, length, step, tail, deltas, keep, max_grid, optimistic=True):
-    symmetrised = plan.kind.startswith("symmetrised_")
-    sigma, q, steps = plan.sigma[idx], plan.q[idx], plan.steps[idx]
-    if symmetrised:
+def _discretise_group(plan, idx, length, step, optimistic=True):
+    """One step's PMFs of the configurations ``idx`` (grids of at most ``length`` points): a list
+    of sets (pmf (B, S, W), mass at +inf (B, S), grid index of pmf[..., 0] (B, S), of the last
+    point that may carry mass (B, S), pessimistic?) to be composed."""
+    sigma, q = plan.sigma[idx], plan.q[idx]
+    if plan.kind.startswith("symmetrised_"):
         k_top = int(np.max(plan.k_hi[idx]))
         base = plan.kind.split("_", 1)[1]
         disc_len = max(length, 2 * k_top + 1)
         pess, pess_inf, (opt_r, opt_a) = _in_chunks(_symmetrised_batch, (sigma, q), _chunk_for(disc_len * sigma.shape[1]),
                                                     k_top=k_top, length=disc_len, step=step, base=base)
         zeros = np.zeros(sigma.shape)
-        k_hi = None
-        sets = [(pess, pess_inf, np.full(sigma.shape, -k_top, np.int64), True),
-                (opt_r, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False),
-                (opt_a, zeros, np.full(sigma.shape, k_top - disc_len + 1, np.int64), False)]
+        k_opt = np.full(sigma.shape, k_top - disc_len + 1, np.int64)
+        top = np.full(sigma.shape, k_top, np.int64)
+        sets = [(pess, pess_inf, np.full(sigma.shape, -k_top, np.int64), top, True),
+                (opt_r, zeros, k_opt, top, False), (opt_a, zeros, k_opt, top, False)]
     else:
-        k_lo = plan.k_lo[idx]
-        pess, pess_inf, opt, opt_inf = _discretise_exact(plan.kind, sigma, q, k_lo, plan.k_hi[idx], length, step, optimistic)
-        sets = [(pess, pess_inf, k_lo, True), (opt, opt_inf, k_lo, False)]
-        k_hi = plan.k_hi[idx]  # the real top of each grid (the arrays are padded to ``length``)
-
-    if not optimistic:
-        sets = [st for st in sets if st[3]]
-    out = {int(i): {} for i in idx}
-    opt_parts = []
-    for pmf, inf, k_lo, pessimistic in sets:
-        res = _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, max_grid, k_hi)
-        if pessimistic:
-            for j, i in enumerate(idx):
-                out[int(i)].update(eps_pess=res["eps"][j], grid=res["n"][j], tau_up=res["tau_up"][j], roundoff=res["roundoff"][j])
-                if keep:
-                    out[int(i)]["pess"] = res["pld"][j]
-        else:
-            opt_parts.append(res)
-    for j, i in enumerate(idx):
-        out[int(i)]["eps_opt"] = np.max([r["eps"][j] for r in opt_parts], axis=0) if opt_parts else np.full(len(deltas), np.nan)
-        if keep:
-            out[int(i)]["opt"] = [r["pld"][j] for r in opt_parts]
-    return out
+        k_lo, k_hi = plan.k_lo[idx], plan.k_hi[idx]  # k_hi: the real top of each grid (the arrays are padded to ``length``)
+        pess, pess_inf, opt, opt_inf = _discretise_exact(plan.kind, sigma, q, k_lo, k_hi, length, step, optimistic)
+        sets = [(pess, pess_inf, k_lo, k_hi, True), (opt, opt_inf, k_lo, k_hi, False)]
+    return sets if optimistic else [st for st in sets if st[4]]
 
 
-def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, max_grid, k_hi=None):
-    """Compose every configuration of one set of stage PMFs (B, S, L): Chernoff window, then
-    FFT in chunks of configurations sharing an FFT length. ``k_hi`` (B, S): the grid index of
-    each PMF's last point that may carry mass (default: the array's last)."""
-    nconf, _, plen = pmf.shape
+def _compose_set(pmfs, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, keep, max_grid):
+    """Compose every configuration of one set of stage PMFs, given as groups ``pmfs`` (arrays
+    (B_g, S, W_g); the configurations are the groups' rows in order): Chernoff window, then FFT
+    in chunks of configurations sharing an FFT length. ``inf``, ``k_lo``, ``k_hi`` (B, S): mass
+    at +inf, grid index of each PMF's first point and of its last one that may carry mass."""
+    nconf = inf.shape[0]
     stepsf = steps.astype(np.float64)
-    lambdas, lm_pos, lm_neg = _in_chunks(_chernoff_batch_step, (pmf, k_lo, stepsf), _chunk_for(plen * pmf.shape[1]), step=step)
+    bounds = np.cumsum([0] + [p.shape[0] for p in pmfs])
+    lambdas, lm_pos, lm_neg = (np.concatenate(x) for x in zip(*(
+        _in_chunks(_chernoff_batch_step, (p, k_lo[b0:b1], stepsf[b0:b1]), _chunk_for(p.shape[-1] * p.shape[1]), step=step)
+        for p, b0, b1 in zip(pmfs, bounds[:-1], bounds[1:]))))
+    group_of = np.repeat(np.arange(len(pmfs)), np.diff(bounds))
+    row_of = np.arange(nconf) - bounds[group_of]
     offset = np.sum(steps * k_lo, axis=-1)
-    if k_hi is None:
-        k_hi = k_lo + plen - 1
     top_support = np.sum(steps * k_hi, axis=-1)
-    real_len = np.max(k_hi - k_lo, axis=-1) + 1  # the FFT must hold each stage's PMF: n >= this, not the padded plen
+    real_len = np.max(k_hi - k_lo, axis=-1) + 1  # the FFT must hold each stage's PMF: n >= this, not the padded width
     start, n_conf = _window(lambdas, lm_pos, lm_neg, offset, top_support, real_len, step, tail)
     if np.any(n_conf > max_grid):
         bad = int(np.flatnonzero(n_conf > max_grid)[0])
@@ -440,17 +440,25 @@ def _compose_set(pmf, inf, k_lo, steps, step, tail, pessimistic, deltas, keep, m
     # squarings of the binary powering: the bit length of the largest step count, rounded up to
     # a multiple of 4 (fewer compiled programs; the surplus squarings leave the powers unchanged)
     nbits = int(-(-max(1, int(np.max(steps)).bit_length()) // 4) * 4)
-    pmf_dev = jnp.asarray(pmf)  # one transfer; chunks are cut from it on the device
     for n in np.unique(n_conf):
         sel = np.flatnonzero(n_conf == n)
         n = int(n)
         chunk = _fit_chunk(int(max(2, min(64, COMPOSE_CHUNK_ELEMENTS // n))), sel.size)
+        # the stage PMFs cut or zero-padded to the FFT length (beyond real_len they are 0): the
+        # compiled composition depends on n alone. One buffer per n, refilled for each chunk (the
+        # previous chunk's results are read back before: the computation is over)
+        buf = np.zeros((chunk, inf.shape[1], n))
+        used = np.zeros(chunk, np.int64)
         for c0 in range(0, sel.size, chunk):
             part = sel[c0 : c0 + chunk]
             pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
-            # the stage PMFs cut or zero-padded to the FFT length on the device (beyond real_len
-            # they are 0): the compiled composition then depends on n alone, not on (n, plen)
-            pmf_n = _rows_fitted(pmf_dev, pad, n=n)
+            for j, c in enumerate(pad):
+                src = pmfs[group_of[c]]
+                w = min(src.shape[-1], n)
+                buf[j, :, :w] = src[row_of[c], :, :w]
+                buf[j, :, w : used[j]] = 0.0
+                used[j] = w
+            pmf_n = buf
             eps_cols = []
             for d_i, d in enumerate(deltas):
                 outs = _compose_batch(
