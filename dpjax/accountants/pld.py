@@ -24,7 +24,9 @@ Pessimistic (never below the true delta of the dominating pair):
   every output (Higham 2002, "Accuracy and stability of numerical algorithms", Section 24.1:
   each output is a sum over log2(N) butterfly levels, each with relative error <= eta; we take
   eta = 10 u, u = 2^-53, a safety factor of about 2 on Higham's constant), propagated through
-  the powers z^T and the inverse FFT to a bound R on the l1 error of the composed PMF.
+  the powers z^T (by repeated squaring: relative error (1 + 4u)^T - 1, see
+  :func:`_powers_by_squaring`) and the inverse FFT to a bound R on the l1 error of the
+  composed PMF.
 * the computed PMF p is clipped at 0 and tau_up + R is added to the mass at +inf (never
   removed anywhere): every upper set {L > l} then has at least as much mass as in the exact
   composition with the wrapped-around lower tail moved up into the window, which dominates
