@@ -24,7 +24,9 @@ Pessimistic (never below the true delta of the dominating pair):
   every output (Higham 2002, "Accuracy and stability of numerical algorithms", Section 24.1:
   each output is a sum over log2(N) butterfly levels, each with relative error <= eta; we take
   eta = 10 u, u = 2^-53, a safety factor of about 2 on Higham's constant), propagated through
-  the powers z^T and the inverse FFT to a bound R on the l1 error of the composed PMF.
+  the powers z^T (by repeated squaring: relative error (1 + 4u)^T - 1, see
+  :func:`_powers_by_squaring`) and the inverse FFT to a bound R on the l1 error of the
+  composed PMF.
 * the computed PMF p is clipped at 0 and tau_up + R is added to the mass at +inf (never
   removed anywhere): every upper set {L > l} then has at least as much mass as in the exact
   composition with the wrapped-around lower tail moved up into the window, which dominates
@@ -112,17 +114,27 @@ def _discretise_block(kind: str, step: float, sigma, q, k_first, num_cells):
     Blocks make the work proportional to each grid's own length (no padding of short grids to
     a common one) with one compiled program for any length."""
     b = DISCRETISE_BLOCK
-    tails = pld_pairs.TAILS[kind]
     losses = (k_first + jnp.arange(b + 1)) * step
-    p_sf, p_cdf, q_sf, q_cdf = tails(losses, sigma, q)
-    log_p_cell = _cell_log_masses(p_sf, p_cdf)
-    log_q_cell = _cell_log_masses(q_sf, q_cdf)
+    log_p_cell, log_q_cell, log_below, log_above = _log_cells(kind, losses, sigma, q, num_cells)
     real = jnp.arange(b) < num_cells
     p_cell = jnp.where(real, jnp.exp(log_p_cell), 0.0)
     ratio = jnp.where(jnp.isfinite(log_p_cell), log_q_cell - log_p_cell + losses[1:], 0.0)
     share_low = jnp.clip(jnp.expm1(jnp.clip(ratio, 0.0, step)) / math.expm1(step), 0.0, 1.0)
     pess = jnp.zeros(b + 1).at[:-1].add(share_low * p_cell).at[1:].add((1.0 - share_low) * p_cell)
-    return pess, p_cell, p_cdf[0], p_sf[num_cells]
+    return pess, p_cell, log_below, log_above
+
+
+def _log_cells(kind: str, losses, sigma, q, last):
+    """(log P-mass, log Q-mass) of the cells between consecutive ``losses``, log P(L <= losses[0])
+    and log P(L > losses[last]): from the pair's cell function where it has one, else by
+    differencing its tails. The barrier stores the cells (tails) once: without it XLA fuses
+    their costly evaluation into each consumer, i.e. computes them two or three times over."""
+    if kind in pld_pairs.CELLS:
+        log_p_cell, log_q_cell = jax.lax.optimization_barrier(pld_pairs.CELLS[kind](losses, sigma, q))
+        p_sf, p_cdf, _, _ = pld_pairs.TAILS[kind](jnp.stack([losses[0], losses[last]]), sigma, q)
+        return log_p_cell, log_q_cell, p_cdf[0], p_sf[1]
+    p_sf, p_cdf, q_sf, q_cdf = jax.lax.optimization_barrier(pld_pairs.TAILS[kind](losses, sigma, q))
+    return _cell_log_masses(p_sf, p_cdf), _cell_log_masses(q_sf, q_cdf), p_cdf[0], p_sf[last]
 
 
 def _suffix_decayed(c, decay):
@@ -208,6 +220,7 @@ def _symmetrised_one(length: int, step: float, k_top: int, sigma, q, base: str):
 
 # --- composition ---------------------------------------------------------------------------------
 CHERNOFF_ORDERS = 10  # lambda* 2^k, k = -4 .. 5
+CHERNOFF_BLOCK = 128  # grid points per block of the blocked MGF sums
 
 
 def chernoff_log_mgf(pmf, k_lo, steps, step: float):
@@ -215,38 +228,87 @@ def chernoff_log_mgf(pmf, k_lo, steps, step: float):
     lambdas (K,) around the Gaussian-approximation optimum sqrt(2 log(1/tail) / Var) and
     sum_s T_s log E[e^{+-lambda L_s}] (K,) each, for the finite part of each stage's PMF.
 
-    Each MGF is one exp per grid point and repeated squaring for the doubling orders, shifted
-    by the stage's mean (terms below it can only underflow to a relative 1e-300 of the sum,
-    which holds the mass above the mean); the result is rounded up by the dot products'
-    relative error bound so that the tail bounds built from it stay bounds."""
+    The MGF sums are taken in blocks of b points: for the block starting at l_0,
+    sum_i p_i e^{lambda (l_i - m)} = e^{lambda (l_0 - m)} sum_i p_i e^{lambda i h} (m the stage's
+    mean), the inner sums for all orders at once as one matrix product with the (b, 2K) matrix
+    of factors e^{lambda i h} (and e^{lambda (b-1-i) h} for -lambda, taken from the block's
+    end), every factor >= 1 so no product underflows; the block totals are combined in log
+    space, exp(log(inner) + lambda (l_0 - m)), which underflows only where the true term is below
+    2^-1022, a relative 1e-300 of the sum (that holds the mass above the mean at factors >= 1).
+    Where a factor overflows the order's sum is inf or NaN, and the order is dropped (inf).
+    The result is rounded up by the sums' relative error bound so that the tail bounds built
+    from it stay bounds."""
     length = pmf.shape[-1]
+    b = min(CHERNOFF_BLOCK, length)
+    pad = (-length) % b
+    pmf_b = jnp.pad(pmf, ((0, 0), (0, pad))) if pad else pmf
+    nb = pmf_b.shape[-1] // b
     losses = (k_lo[:, None] + jnp.arange(length)[None, :]) * step  # (S, L)
     fin = jnp.maximum(jnp.sum(pmf, axis=-1), 1e-300)
     mean = jnp.sum(pmf * losses, axis=-1) / fin
     var = jnp.sum(pmf * (losses - mean[:, None]) ** 2, axis=-1) / fin
     total_var = jnp.maximum(jnp.sum(steps * var), (step * 1e-3) ** 2)
     lam0 = jnp.sqrt(2.0 * 35.0 / total_var) / 16.0  # 35 ~ log(1e15); the grid spans 2^-4 .. 2^5 of it
-    slack = math.log1p(4.0 * length * UNIT_ROUNDOFF + 2.0 ** (CHERNOFF_ORDERS + 3) * UNIT_ROUNDOFF)
-    up = jnp.exp(lam0 * (losses - mean[:, None]))
-    down = jnp.exp(-lam0 * (losses - mean[:, None]))
-    lm_pos, lm_neg = [], []
-    for k in range(CHERNOFF_ORDERS):
-        lam = lam0 * 2.0**k
-        lp = jnp.log(jnp.sum(pmf * up, axis=-1)) + lam * mean + slack
-        ln = jnp.log(jnp.sum(pmf * down, axis=-1)) - lam * mean + slack
-        lm_pos.append(jnp.sum(steps * jnp.where(jnp.isnan(lp), jnp.inf, lp)))
-        lm_neg.append(jnp.sum(steps * jnp.where(jnp.isnan(ln), jnp.inf, ln)))
-        up, down = up * up, down * down
     lambdas = lam0 * 2.0 ** jnp.arange(CHERNOFF_ORDERS)
-    return lambdas, jnp.stack(lm_pos), jnp.stack(lm_neg)
+    # relative error of the sums (b + nb positive terms, the exps) and of the logs, rounded up
+    slack = math.log1p(4.0 * length * UNIT_ROUNDOFF + 2.0 ** (CHERNOFF_ORDERS + 3) * UNIT_ROUNDOFF)
+    i = jnp.arange(b) * step
+    factors = jnp.exp(jnp.concatenate([i[:, None] * lambdas[None, :], i[::-1, None] * lambdas[None, :]], axis=1))  # (b, 2K)
+    inner = jnp.einsum("sni,ik->snk", pmf_b.reshape(-1, nb, b), factors, precision=jax.lax.Precision.HIGHEST)  # (S, nb, 2K)
+    first = (k_lo[:, None] + b * jnp.arange(nb)[None, :]) * step - mean[:, None]  # l_0 - m of each block (S, nb)
+    last = first + (b - 1) * step
+    expo = jnp.concatenate([first[..., None] * lambdas, -last[..., None] * lambdas], axis=-1)  # (S, nb, 2K)
+    with jax.numpy_dtype_promotion("standard"):
+        terms = jnp.exp(jnp.log(inner) + expo)
+    sums = jnp.sum(terms, axis=1)  # (S, 2K)
+    lam2 = jnp.concatenate([lambdas, -lambdas])
+    log_m = jnp.log(sums) + lam2 * mean[:, None] + slack
+    log_m = jnp.sum(steps[:, None] * jnp.where(jnp.isnan(log_m), jnp.inf, log_m), axis=0)
+    return lambdas, log_m[:CHERNOFF_ORDERS], log_m[CHERNOFF_ORDERS:]
 
 
-def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, start, lambdas, lm_pos, lm_neg):
+COMPLEX_MUL_ETA = 4.0 * UNIT_ROUNDOFF  # relative error of one complex product (see _powers_by_squaring)
+UNDERFLOW_SLACK = 1e-290  # absolute error per frequency from underflow in the powers (see _powers_by_squaring)
+
+
+def _powers_by_squaring(z, hi_base, steps, nbits):
+    """prod_s z[s]^T_s (complex) and prod_s hi_base[s]^T_s (real, >= 0) by binary powering,
+    ``nbits`` >= bit length of every T_s (the same squarings for every stage).
+
+    Round-off: a complex product has relative error <= sqrt(5) u without FMA (Brent, Percival &
+    Zimmermann 2007) and <= 2 u with one (Jeannerod, Kornerup, Louvet & Muller 2017); we take
+    eta = 4 u. By induction over the products, a computed x^a times a computed x^b carries
+    relative error factors (1 + eta)^(a-1) (1 + eta)^(b-1) (1 + eta), so the computed
+    prod_s z_s^T_s is within (1 + eta)^(sum T) - 1 of the exact one, relatively (the same for
+    the real powers with eta = u). Underflow adds an absolute error of at most a few times
+    2^-1022 per product, never amplified (every factor has modulus <= 1 + 1e-12 here), so at
+    most UNDERFLOW_SLACK in all for any realistic number of products."""
+    t = steps.astype(jnp.int64)
+
+    def body(b, carry):
+        acc, acc_hi, base, base_hi = carry
+        bit = ((t >> b) & 1).astype(bool)[:, None]
+        acc = jnp.where(bit, acc * base, acc)
+        acc_hi = jnp.where(bit, acc_hi * base_hi, acc_hi)
+        return acc, acc_hi, base * base, base_hi * base_hi
+
+    carry = (jnp.ones_like(z), jnp.ones_like(hi_base), z, hi_base)
+    if isinstance(nbits, int):  # unrolled: one fused elementwise kernel (a loop would store every iterate)
+        for b in range(nbits):
+            carry = body(b, carry)
+    else:
+        carry = jax.lax.fori_loop(0, nbits, body, carry)
+    acc, acc_hi = carry[0], carry[1]
+    return jnp.prod(acc, axis=0), jnp.prod(acc_hi, axis=0)
+
+
+def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, start, lambdas, lm_pos, lm_neg, nbits=None):
     """Compose stages s = 1..S (PMF pmf[s] on grid k_lo[s] + j, repeated steps[s] times) into the
     window of n grid points from index ``start``. Chernoff data (lambdas, lm_pos, lm_neg) from
     :func:`chernoff_log_mgf` bound the mass outside it. Returns (pmf_out (n,) clipped at 0, the
     exact mass at +inf, tau_up, tau_lo, R); :func:`pessimistic_infinity` and
-    :func:`remove_from_top` make the two sides from them."""
+    :func:`remove_from_top` make the two sides from them. ``nbits``: at least the bit length of
+    every steps[s] (computed here if not given; a batch passes its largest)."""
     fin = jnp.sum(pmf, axis=-1)
     tot = fin + inf_mass
     offset = jnp.sum(steps.astype(jnp.int64) * k_lo)
@@ -256,27 +318,35 @@ def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, star
     tau_up = jnp.where(start + n - 1 >= top_support, 0.0, jnp.min(jnp.exp(lm_pos - lambdas * (start + n) * step)))
     tau_up = jnp.minimum(tau_up, finite_total)
     tau_lo = jnp.minimum(tau_lo, finite_total)
+    if nbits is None:
+        nbits = 64 - jax.lax.clz(jnp.max(steps.astype(jnp.int64)))
 
+    # z_s^T_s by repeated squaring (complex products only: no log / angle / exp per frequency),
+    # then the shift to the window as an exact rotation of the output
     z = jnp.fft.rfft(pmf, n=n, axis=-1)  # (S, n/2+1)
-    absz = jnp.abs(z)
-    log_abs = jnp.log(absz)
-    phase = jnp.sum(steps[:, None] * jnp.angle(z), axis=0)
-    k = jnp.arange(n // 2 + 1, dtype=jnp.int64)
-    shift = jnp.mod(start - offset, n)  # out[i] = circular[(i + shift) mod n]
-    phase = phase + (2.0 * math.pi / n) * jnp.mod(k * shift, n).astype(jnp.float64)
-    log_w = jnp.sum(steps[:, None] * log_abs, axis=0)
-    abs_w = jnp.exp(log_w)
-    out = jnp.fft.irfft(abs_w * jnp.exp(1j * phase), n=n)
-
-    # round-off bound R on ||out - exact circular convolution||_1 (module docstring)
     gamma = fft_error_constant(n)
-    err_fwd = gamma * fin[:, None]  # per component of each stage's transform
-    log_hi = jnp.sum(steps[:, None] * jnp.log(absz + err_fwd), axis=0)
-    pow_part = jnp.exp(log_hi) * (-jnp.expm1(jnp.minimum(log_w - log_hi, 0.0)))
-    rel_pow = jnp.expm1(4.0 * UNIT_ROUNDOFF * jnp.sum(steps[:, None] * (jnp.abs(log_abs) + 4.0), axis=0) + 8 * UNIT_ROUNDOFF)
-    dw = pow_part + jnp.where(abs_w > 0, abs_w * rel_pow, 0.0)
+    err_fwd = gamma * fin[:, None]  # per component of each stage's transform (module docstring)
+    hi_base = jnp.abs(z) * (1 + 4 * UNIT_ROUNDOFF) + err_fwd  # >= |exact transform|
+    w, hi = _powers_by_squaring(z, hi_base, steps, nbits)
+    circular = jnp.fft.irfft(w, n=n)
+    shift = jnp.mod(start - offset, n)  # out[i] = circular[(i + shift) mod n]
+    out = jax.lax.dynamic_slice(jnp.concatenate([circular, circular]), (shift,), (n,))
+
+    # round-off bound R on ||out - exact circular convolution||_1 (module docstring). Per
+    # frequency, |exact^T - computed^T| <= |prod (|z_s| + e_s)^T_s - prod |z_s|^T_s| (the forward
+    # FFT errors e_s) + rel |computed| (the powering); the first is f(1) - f(0) for
+    # f(t) = prod_s (|z_s| + t e_s)^T_s, increasing and convex, so <= f'(1) = f(1) sum_s T_s e_s / (|z_s| + e_s).
+    total_steps = jnp.sum(steps)
+    rel_pow = jnp.expm1(total_steps * math.log1p(COMPLEX_MUL_ETA))
+    pow_part = hi * jnp.sum(steps[:, None] * jnp.where(hi_base > 0, err_fwd / jnp.where(hi_base > 0, hi_base, 1.0), 0.0), axis=0)
+    abs_w = jnp.abs(w)
+    dw = pow_part + abs_w * (rel_pow / (1.0 - rel_pow)) + UNDERFLOW_SLACK
     weights = jnp.full(n // 2 + 1, 2.0).at[0].set(1.0).at[-1].set(1.0)  # full-spectrum l1 of a Hermitian vector
-    roundoff = (jnp.sum(weights * dw) + gamma * jnp.sum(weights * abs_w)) * (1 + 1e-6)
+    # the bound's own arithmetic: sums of n positive terms and powers computed like w (relative
+    # error <= rel_pow + n u each), absorbed by the final factor
+    slack = 1.0 + 2.0 * rel_pow + 2.0 * n * UNIT_ROUNDOFF + 1e-6
+    roundoff = (jnp.sum(weights * dw) + gamma * jnp.sum(weights * abs_w)) * slack
+    roundoff = jnp.where(rel_pow < 0.5, roundoff, jnp.inf)  # beyond ~1e15 steps: no bound, delta = 1
 
     out = jnp.maximum(out, 0.0)
     inf_out = jnp.exp(jnp.sum(steps * jnp.log(tot))) * (-jnp.expm1(jnp.sum(steps * (jnp.log(fin) - jnp.log(tot)))))

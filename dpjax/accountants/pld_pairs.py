@@ -52,9 +52,9 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import log_ndtr
 from scipy import special as sps
 
 KINDS = ("gaussian_remove", "gaussian_add", "gaussian_replace", "laplace_remove", "laplace_add")
@@ -79,12 +79,53 @@ def _gaussian_remove_inverse(l, sigma, q):
     return sigma**2 * log_ratio + 0.5
 
 
+_SERIES_FROM = 30.0  # |a| from which the asymptotic series replaces erfc (erfc(30/sqrt 2) ~ 1e-197: still normal)
+# (2n - 1)!! (-1)^n for n = 1..7: the series' last omitted term at |a| >= 30 is 2027025 / 30^16 ~ 5e-17
+_SERIES_COEFFS = (-1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _normal_small_tail(t):
+    """(log P(Z > t), P(Z > t)) for Z ~ N(0, 1) and t >= 0: e = erfc(t/sqrt 2) / 2 directly (one
+    erfc and one log: XLA's erfc has relative error ~1e-15 out to t = 30, the same function
+    jax's log_ndtr uses there), beyond t = 30 the log from the asymptotic series
+    P(Z > t) = phi(t)/t (1 + sum_n (-1)^n (2n-1)!! / t^2n) (Abramowitz & Stegun 26.2.12; the
+    linear value there is e, possibly 0 by underflow)."""
+    e = 0.5 * jax.lax.erfc(t * (1.0 / math.sqrt(2.0)))
+    far = t >= _SERIES_FROM
+    t_far = jnp.where(far, t, _SERIES_FROM)
+    inv2 = 1.0 / (t_far * t_far)
+    series = 0.0
+    for c in reversed(_SERIES_COEFFS):
+        series = (series + c) * inv2
+    ratio = (1.0 + series) / t_far  # P(Z > t) e^{t^2/2} sqrt(2 pi)
+    log_e = jnp.log(jnp.where(far, ratio, e)) + jnp.where(far, -0.5 * t_far * t_far - _LOG_SQRT_2PI, 0.0)
+    return log_e, e
+
+
 def _normal_tails(a):
-    """(log P(Z > a), log P(Z <= a)) for Z ~ N(0, 1) with one log_ndtr: the smaller tail
-    directly, the larger as log(1 - smaller) (accurate since the smaller is <= 1/2)."""
-    small = log_ndtr(-jnp.abs(a))
-    large = jnp.log1p(-jnp.exp(small))
+    """(log P(Z > a), log P(Z <= a)) for Z ~ N(0, 1): the smaller tail by
+    :func:`_normal_small_tail`, the larger as log1p(-smaller) (accurate since it is <= 1/2)."""
+    small, e = _normal_small_tail(jnp.abs(a))
+    large = jnp.log1p(-e)
     return jnp.where(a >= 0, small, large), jnp.where(a >= 0, large, small)
+
+
+def _normal_log_cells(a):
+    """log P(a_k < Z <= a_{k+1}) for Z ~ N(0, 1) and increasing a (n+1,) -> (n,) (+-inf allowed):
+    the difference of the two smaller tails in log space, log(e_hi) + log(-expm1(log e_lo -
+    log e_hi)) (no cancellation against 1), and 1 - e(|a_k|) - e(a_{k+1}) for a cell that
+    contains 0 (its mass is not small there)."""
+    log_e, e = _normal_small_tail(jnp.abs(a))
+    a_lo, a_hi = a[:-1], a[1:]
+    upper = a_lo >= 0  # both ends >= 0: e(a_lo) - e(a_hi)
+    straddle = (a_lo < 0) & (a_hi > 0)
+    big = jnp.where(upper, log_e[:-1], log_e[1:])  # lower cells: e(|a_hi|) - e(|a_lo|)
+    small = jnp.where(upper, log_e[1:], log_e[:-1])
+    d = jnp.where(jnp.isfinite(small), jnp.minimum(small - big, 0.0), -jnp.inf)
+    value = jnp.where(straddle, 1.0 - e[:-1] - e[1:], -jnp.expm1(jnp.where(jnp.isfinite(big), d, -1.0)))
+    out = jnp.log(jnp.maximum(value, 0.0)) + jnp.where(straddle, 0.0, big)
+    return jnp.where(straddle | jnp.isfinite(big), out, -jnp.inf)
 
 
 def _gaussian_mixture_tails(x, sigma, q, shift):
@@ -127,6 +168,29 @@ def _gaussian_replace_inverse(l, sigma, q):
     # l >= 0: t = (a em + sqrt(disc)) / (2qc);  l < 0: t = 2qc e^l / (sqrt(disc) - a em)
     log_t = jnp.where(l >= 0, jnp.logaddexp(log_aem, log_root) - log_2qc, log_2qc + l - jnp.logaddexp(log_aem, log_root))
     return 2.0 * sigma**2 * log_t
+
+
+def _gaussian_component_cells(x, sigma, q):
+    """log cell masses of N(0, s^2) and of the mixture (1-q) N(0, s^2) + q N(1, s^2) between
+    increasing points x: the mixture's as the mixture of its components' cells (each from its
+    own smaller tail: no cancellation where the components' tails differ in size)."""
+    c0 = _normal_log_cells(x / sigma)
+    c1 = _normal_log_cells((x - 1.0) / sigma)
+    return _log_mix(jnp.log1p(-q), c0, jnp.log(q), c1), c0
+
+
+def gaussian_remove_cells(l, sigma, q):
+    """(log P(l_k < L <= l_{k+1}), log Q(l_k < L <= l_{k+1})) of the remove pair for increasing
+    l (n+1,) -> (n,) each: L increasing in x, so the cells are x in (x(l_k), x(l_{k+1})]."""
+    return _gaussian_component_cells(_gaussian_remove_inverse(l, sigma, q), sigma, q)
+
+
+def gaussian_add_cells(l, sigma, q):
+    """As :func:`gaussian_remove_cells` for the add pair: L_add(x) = -L_remove(x) decreases, so
+    the cell (l_k, l_{k+1}] is x in [x_remove(-l_{k+1}), x_remove(-l_k)), and P, Q swap roles."""
+    x = _gaussian_remove_inverse(-l[::-1], sigma, q)  # increasing
+    mix, c0 = _gaussian_component_cells(x, sigma, q)
+    return c0[::-1], mix[::-1]
 
 
 def gaussian_replace_tails(l, sigma, q):
@@ -172,6 +236,9 @@ def laplace_add_tails(l, b, q):
     p_sf, p_cdf = _laplace_tails(x, b, 0.0)
     return p_cdf, p_sf, q_cdf, q_sf
 
+
+# cell masses computed directly (cheaper and more accurate than differencing TAILS)
+CELLS = {"gaussian_remove": gaussian_remove_cells, "gaussian_add": gaussian_add_cells}
 
 TAILS = {
     "gaussian_remove": gaussian_remove_tails,
