@@ -306,3 +306,21 @@ def test_readme_pld_section_prints_what_it_shows(capsys):
     assert match, "README.md lacks the PLD section with a python block and its output"
     exec(compile(match.group(1), "README.md:pld", "exec"), {"__name__": "readme_pld"})
     assert capsys.readouterr().out == match.group(2)
+
+
+def test_chunk_budget_changes_no_number(monkeypatch):
+    """An accelerator takes the work in far larger calls than a CPU (fewer launches); how the
+    configurations are cut into calls must not change any eps, either side of the bracket."""
+    from dpjax.accountants import pld_accountant
+
+    rs = np.random.default_rng(3)
+    sigma, q = rs.uniform(0.8, 3.0, 12), 10 ** rs.uniform(-3, -1, 12)
+    steps = np.round(10 ** rs.uniform(0, 3, 12)).astype(int)
+    runs = []
+    for budget in (pld_accountant.CPU_BUDGET, pld_accountant.ACCELERATOR_BUDGET,
+                   pld_accountant.ChunkBudget(elements=2**12, compose_elements=2**12, blocks_per_call=1, max_configurations=2)):
+        monkeypatch.setattr(pld_accountant, "chunk_budget", lambda b=budget: b)
+        runs.append(pld_accountant.pld_epsilons(sigma, q, steps, 1e-5, value_discretization_interval=1e-3))
+    for other in runs[1:]:
+        for side in range(2):
+            np.testing.assert_array_equal(runs[0][side], other[side])

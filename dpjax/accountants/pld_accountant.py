@@ -44,6 +44,30 @@ CHUNK_ELEMENTS = 2**21  # configurations x grid points per call: fixed chunk sha
 # caches (measured on a 2-core EPYC: 2^19 runs at half the time per point of 2^21), and at
 # least 2 configurations per call for the two cores (a single FFT is not parallelised)
 COMPOSE_CHUNK_ELEMENTS = 2**19
+BLOCKS_PER_CALL = 64  # blocks of DISCRETISE_BLOCK cells per CPU call (2^17 cells: within the caches; 4x as many ran 1.5x slower per cell)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkBudget:
+    """How much work one compiled call takes: a CPU wants cache-sized calls (the figures above),
+    an accelerator as few launches as memory allows. The numbers never depend on it (tested)."""
+
+    elements: int  # configurations x grid points per discretisation call
+    compose_elements: int  # configurations x FFT points per composition call
+    blocks_per_call: int  # blocks of DISCRETISE_BLOCK cells per call
+    max_configurations: int  # configurations per call at most
+
+
+CPU_BUDGET = ChunkBudget(CHUNK_ELEMENTS, COMPOSE_CHUNK_ELEMENTS, BLOCKS_PER_CALL, 64)
+# 2^25 complex128 points = 512 MiB per array of a composition call; a few such arrays fit an
+# H100's 80 GB many times over. Not yet timed on a GPU (the CPU budget was: 12.2x dp_accounting
+# on an H100, BENCHMARKS.md), so these sizes are a first choice, not a measured optimum.
+ACCELERATOR_BUDGET = ChunkBudget(2**25, 2**25, 4096, 1024)
+
+
+def chunk_budget() -> ChunkBudget:
+    """The budget for JAX's default backend."""
+    return CPU_BUDGET if jax.default_backend() == "cpu" else ACCELERATOR_BUDGET
 
 
 # --- bracket held by a PrivacyCurve ---------------------------------------------------------------
@@ -182,7 +206,6 @@ def _blocks_batch(sigma, q, k_first, num_cells, kind, step):
     return jax.vmap(fn)(sigma, q, k_first, num_cells)
 
 
-BLOCKS_PER_CALL = 64  # blocks of DISCRETISE_BLOCK cells per call (2^17 cells: within the caches; 4x as many ran 1.5x slower per cell)
 
 
 def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
@@ -200,7 +223,7 @@ def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
     off = (np.arange(int(nb.sum())) - np.repeat(np.cumsum(nb) - nb, nb)) * b
     num_cells = np.clip(cells[item] - off, 0, b)
     pess_b, opt_b, log_cdf0, log_sf_last = _in_chunks(
-        _blocks_batch, (sig[item], qq[item], (lo[item] + off).astype(np.int64), num_cells.astype(np.int64)), BLOCKS_PER_CALL,
+        _blocks_batch, (sig[item], qq[item], (lo[item] + off).astype(np.int64), num_cells.astype(np.int64)), chunk_budget().blocks_per_call,
         kind=kind, step=step)
     # each item's blocks are consecutive: copy them into its row (cells beyond an item's grid
     # carry no mass, so nothing is lost where the last block overhangs ``width``)
@@ -248,7 +271,8 @@ def _in_chunks(fn, arrays, chunk, **static):
 
 
 def _chunk_for(length):
-    return int(max(1, min(64, CHUNK_ELEMENTS // _next_pow2(int(length)))))
+    budget = chunk_budget()
+    return int(max(1, min(budget.max_configurations, budget.elements // _next_pow2(int(length)))))
 
 
 def _fit_chunk(chunk: int, total: int) -> int:
@@ -443,7 +467,8 @@ def _compose_set(pmfs, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, 
     for n in np.unique(n_conf):
         sel = np.flatnonzero(n_conf == n)
         n = int(n)
-        chunk = _fit_chunk(int(max(2, min(64, COMPOSE_CHUNK_ELEMENTS // n))), sel.size)
+        budget = chunk_budget()
+        chunk = _fit_chunk(int(max(2, min(budget.max_configurations, budget.compose_elements // n))), sel.size)
         # the stage PMFs cut or zero-padded to the FFT length (beyond real_len they are 0): the
         # compiled composition depends on n alone. One buffer per n, refilled for each chunk (the
         # previous chunk's results are read back before: the computation is over)
