@@ -62,6 +62,12 @@ def test_bench_gpu_runs_on_a_cpu_at_tiny_sizes(capsys, monkeypatch):
     assert rows["repeated_call"]["quadratic"]["compilations_in_repeat"] == 0
     assert rows["repeated_call"]["general"]["compilations_in_repeat"] == 0
     assert rows["figure1_epoch"]["nonfinite"] == 0 and rows["figure1_epoch"]["records"] == 500
+    # --steps-multiplier scales the stepping rows' steps (per-call vs per-step cost), nothing else
+    assert main(["bench", "gpu", "--json", "--quick", "--only", "cyclic", "--steps-multiplier", "3"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["steps_multiplier"] == 3 and [r["steps"] for r in out["rows"]] == [120]
+    with pytest.raises(ValueError, match=r"--steps-multiplier=0 must be >= 1"):
+        main(["bench", "gpu", "--json", "--quick", "--steps-multiplier", "0"])
 
 
 def test_bench_figure1_at_small_n(capsys):

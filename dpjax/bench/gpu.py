@@ -68,6 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", nargs="+", default=None, help="rows to run (cyclic ula sgld-b32 logistic float32 repeated_call figure1_epoch)")
     parser.add_argument("--cuda-anchor", default=None, help="path of fused_kernel_limit.py to run beside the cyclic rows (needs CuPy and a GPU)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the chains (default 0)")
+    parser.add_argument("--steps-multiplier", type=int, default=1,
+                        help="multiply the steps of the cyclic, float32, ula, sgld-b32 and logistic rows (default 1): "
+                             "rows at 1x, 10x, 100x separate a per-call cost from a per-step one")
 
 
 def _median_rate(fn, work: int, repeats: int) -> float:
@@ -245,12 +248,15 @@ def _figure1_epoch(n: int, pairs_list, seed: int) -> list:
 def run(args) -> dict:
     import jax
 
-    for name in ("repeats",):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name}={getattr(args, name)} must be >= 1")
+    for name in ("repeats", "steps_multiplier"):
+        if getattr(args, name, 1) < 1:
+            raise ValueError(f"--{name.replace('_', '-')}={getattr(args, name)} must be >= 1")
     on_cpu = jax.default_backend() == "cpu"
     quick = args.quick or (on_cpu and not args.full)
-    sizes = QUICK if quick else FULL
+    sizes = dict(QUICK if quick else FULL)
+    k = getattr(args, "steps_multiplier", 1)
+    for row in ("cyclic", "ula", "sgld-b32", "logistic", "float32"):
+        sizes[row] = [(pairs, steps * k) for pairs, steps in sizes[row]]
     repeats = 1 if quick else args.repeats
     wanted = set(args.only or ("cyclic", "ula", "sgld-b32", "logistic", "float32", "repeated_call", "figure1_epoch"))
     known = {"cyclic", "ula", "sgld-b32", "logistic", "float32", "repeated_call", "figure1_epoch"}
@@ -269,7 +275,7 @@ def run(args) -> dict:
     if "logistic" in wanted:
         rows += _logistic_rows(sizes["logistic"], sizes["logistic_records"], repeats, seed)
     if "repeated_call" in wanted:
-        pairs, steps = sizes["cyclic"][0]
+        pairs, steps = (QUICK if quick else FULL)["cyclic"][0]  # the row, whatever --steps-multiplier says
         # a pair count no other row uses, so the first call really compiles
         rows.append(_repeated_call(records, pairs + 64, steps, seed))
     if "figure1_epoch" in wanted:
@@ -280,6 +286,7 @@ def run(args) -> dict:
         "backend": jax.default_backend(),
         "jax": jax.__version__,
         "sizes": "quick" if quick else "full",
+        "steps_multiplier": k,
         "repeats": repeats,
         "rows": rows,
     }
