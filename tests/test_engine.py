@@ -279,13 +279,16 @@ def test_the_kernel_launch_shape_changes_no_number(monkeypatch):
         runs.append(dpjax.run_coupled(5, model, pair, sampler, **kw))
     for field in ("positions", "neighbour_positions", "path_loss"):
         np.testing.assert_array_equal(getattr(runs[0], field), getattr(runs[1], field))
-    monkeypatch.setenv("DPJAX_PALLAS_BLOCK", "48")
-    with pytest.raises(ValueError, match=r"DPJAX_PALLAS_BLOCK=48 must be a power of two"):
-        pallas_kernel.launch_shape()
+    for value in ("48", "0", "-64", "sixty-four"):
+        monkeypatch.setenv("DPJAX_PALLAS_BLOCK", value)
+        with pytest.raises(ValueError, match=rf"DPJAX_PALLAS_BLOCK='{value}' must be a power of two"):
+            pallas_kernel.launch_shape()
     monkeypatch.setenv("DPJAX_PALLAS_BLOCK", "64")
     monkeypatch.setenv("DPJAX_PALLAS_WARPS", "3")
-    with pytest.raises(ValueError, match=r"DPJAX_PALLAS_WARPS=3 must be a power of two"):
+    with pytest.raises(ValueError, match=r"DPJAX_PALLAS_WARPS='3' must be a power of two"):
         pallas_kernel.launch_shape()
+    monkeypatch.setenv("DPJAX_PALLAS_WARPS", "2")
+    assert pallas_kernel.launch_shape() == (64, 2)
     jax.clear_caches()
 
 

@@ -230,13 +230,14 @@ def launch_shape() -> tuple[int, int]:
     the first call, or clear JAX's caches). On one H100 (jax 0.11.2, BENCHMARKS.md) shapes from
     (32 pairs, 1 warp) to (256, 8) ran within 0.75-1.05x of the default at 1,024-262,144
     pairs, so there is no per-size choice; the numbers do not depend on the shape (tested)."""
-    block = int(os.environ.get("DPJAX_PALLAS_BLOCK", BLOCK))
-    warps = int(os.environ.get("DPJAX_PALLAS_WARPS", NUM_WARPS))
-    if block < 1 or block & (block - 1):
-        raise ValueError(f"DPJAX_PALLAS_BLOCK={block} must be a power of two (Triton block shapes are)")
-    if warps < 1 or warps & (warps - 1):
-        raise ValueError(f"DPJAX_PALLAS_WARPS={warps} must be a power of two")
-    return block, warps
+    values = []
+    for name, default in (("DPJAX_PALLAS_BLOCK", BLOCK), ("DPJAX_PALLAS_WARPS", NUM_WARPS)):
+        text = os.environ.get(name, str(default))
+        value = int(text) if text.strip().isdigit() else 0
+        if value < 1 or value & (value - 1):
+            raise ValueError(f"{name}={text!r} must be a power of two (Triton's block shapes and warp counts are)")
+        values.append(value)
+    return values[0], values[1]
 
 
 def _pallas_call(kernel, padded: int, dpad: int, dtype, interpret: bool, block: int, warps: int):
