@@ -80,6 +80,9 @@ def test_bench_figure1_at_small_n(capsys):
     assert out["epochs"] == [3, 12] and out["num_nonfinite"] == 0
     assert out["all_lower_bounds_below_exact"]
     assert out["lower_bound_95"][1] > 0.3  # the leak at the peak is detected with 3000 pairs
+    peak = int(np.argmax(out["exact_tight_epsilon"]))
+    assert out["peak_epoch"] == out["epochs"][peak]
+    assert out["lower_bound_share_at_peak"] == out["lower_bound_95"][peak] / out["exact_tight_epsilon"][peak]
 
 
 # --- help, descriptions, progress and headline (issue 14) -------------------------------------
