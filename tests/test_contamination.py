@@ -110,6 +110,17 @@ def test_contamination_densities_are_normalised():
     assert abs(g_mass - 1) < 1e-8 and abs(f_mass - 1) < 1e-8
 
 
+def test_one_model_object_per_configuration_and_the_t_normaliser():
+    """The factory returns the same object for the same configuration (so compiled programs
+    keyed on it are reused), and the Student-t constant is scipy's log density at the mode."""
+    from dpjax.models.contamination import student_t_log_normaliser
+
+    assert truncated_normal_mean_contamination() is truncated_normal_mean_contamination()
+    assert truncated_normal_mean_contamination(sigma=4.0) is not truncated_normal_mean_contamination()
+    for df, scale in ((5.0, 1.0), (1.0, 10.0), (3.5, 0.2)):
+        assert abs(student_t_log_normaliser(df, scale) - stats.t.logpdf(0.0, df, scale=scale)) < 1e-13
+
+
 def test_to_model_potential_and_contaminate_rate():
     model = table1_model()
     x = np.linspace(0.0, 60.0, 7)

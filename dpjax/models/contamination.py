@@ -291,7 +291,6 @@ def truncated_normal_mean_contamination(
     )
 
 
-@functools.lru_cache(maxsize=32)
 def student_t_log_normaliser(df: float, scale: float) -> float:
     """log of Gamma((df+1)/2) / (Gamma(df/2) sqrt(df pi) scale), the Student-t density's constant,
     by host math on Python floats: jnp's gammaln would be a tracer when a model is built inside
@@ -299,6 +298,7 @@ def student_t_log_normaliser(df: float, scale: float) -> float:
     return math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi) - math.log(scale)
 
 
+@functools.lru_cache(maxsize=32)
 def _truncated_normal_mean_contamination(sigma, low, high, nu, loc, scale, prior_mean, prior_sd) -> ContaminationModel:
     # log of the t mass on [low, high], from whichever tail avoids cancellation
     za, zb = (low - loc) / scale, (high - loc) / scale
