@@ -30,9 +30,9 @@ from typing import Mapping, Optional
 import numpy as np
 
 from .. import _validate
+from .pld_accountant import ADJACENCY_SPELLINGS
 
 ACCOUNTANTS = ("pld", "rdp")
-_ADJACENCY = {"add-remove": "add-remove", "add_remove": "add-remove", "replace-one": "replace-one", "replace_one": "replace-one"}
 _NOISE_RANGE = (1e-2, 1e9)
 _RATE_MIN = 1e-12
 _MAX_STEPS = 10**12
@@ -249,15 +249,15 @@ def _expand(x0, evaluate, step, x_limit, counts):
 # arguments
 def _common(target_epsilon, delta, accountant, adjacency):
     _validate.one_of("accountant", accountant, ACCOUNTANTS)
-    if not isinstance(adjacency, str) or adjacency not in _ADJACENCY:
-        raise ValueError(f"adjacency={adjacency!r} is not one of {sorted(_ADJACENCY)}")
+    if not isinstance(adjacency, str) or adjacency not in ADJACENCY_SPELLINGS:
+        raise ValueError(f"adjacency={adjacency!r} is not one of {sorted(ADJACENCY_SPELLINGS)}")
     eps = np.asarray(target_epsilon, dtype=np.float64)
     if np.any(~((eps > 0) & np.isfinite(eps))):
         raise ValueError(f"target_epsilon={target_epsilon!r} violates 0 < target_epsilon < inf")
     d = np.asarray(delta, dtype=np.float64)
     if np.any(~((d > 0) & (d < 1))):
         raise ValueError(f"delta={delta!r} violates 0 < delta < 1")
-    return eps, d, _ADJACENCY[adjacency]
+    return eps, d, ADJACENCY_SPELLINGS[adjacency]
 
 
 def _rates(sampling_rate, name="sampling_rate") -> np.ndarray:

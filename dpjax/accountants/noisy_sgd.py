@@ -38,15 +38,25 @@ import numpy as np
 from .. import _validate
 from .curve import PrivacyCurve, Provenance
 from .gaussian import subsampled_gaussian_rdp
+from .pld_accountant import ADJACENCY_SPELLINGS
 
 ADJACENCIES = ("add_remove", "replace_one")
-_ADJACENCY_SPELLINGS = {"add_remove": "add_remove", "add-remove": "add_remove", "replace_one": "replace_one", "replace-one": "replace_one"}
+# the PLD accountant's spellings (either separator), in this module's underscore form
+_ADJACENCY_SPELLINGS = {k: v.replace("-", "_") for k, v in ADJACENCY_SPELLINGS.items()}
 ACCOUNTANTS = ("rdp", "pld")
 
 # dp_accounting's default orders (RdpAccountant): fine fractional grid, integers, powers of two.
 DEFAULT_ORDERS = np.array(
     [1.0 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024], dtype=np.float64
 )
+
+
+def _adjacency(adjacency) -> str:
+    """"add_remove" or "replace_one" (hyphens accepted too), else a clear error."""
+    if isinstance(adjacency, str):
+        adjacency = _ADJACENCY_SPELLINGS.get(adjacency, adjacency)
+    _validate.one_of("adjacency", adjacency, ADJACENCIES)
+    return adjacency
 
 
 @_validate.arguments(step_size="number", inverse_temperature="number", clip_norm="number", gradient_scale="number")
@@ -66,8 +76,7 @@ def langevin_noise_multiplier(
     beta = _validate.positive("inverse_temperature", inverse_temperature)
     c = _validate.positive("clip_norm", clip_norm)
     g = _validate.positive("gradient_scale", gradient_scale)
-    adjacency = _ADJACENCY_SPELLINGS.get(adjacency, adjacency) if isinstance(adjacency, str) else adjacency
-    _validate.one_of("adjacency", adjacency, ADJACENCIES)
+    adjacency = _adjacency(adjacency)
     multiplicity = 1.0 if adjacency == "add_remove" else 2.0
     return math.sqrt(2.0 * gamma / beta) / (gamma * g * c * multiplicity)
 
@@ -97,9 +106,7 @@ def noisy_sgd_curve(
     and it also covers replace-one adjacency with q < 1. The default stays "rdp".
     """
     steps = _validate.positive_int("num_steps", num_steps)
-    if isinstance(adjacency, str):
-        adjacency = _ADJACENCY_SPELLINGS.get(adjacency, adjacency)
-    _validate.one_of("adjacency", adjacency, ADJACENCIES)
+    adjacency = _adjacency(adjacency)
     _validate.one_of("accountant", accountant, ACCOUNTANTS)
     if accountant == "pld":
         from .pld_accountant import pld_curve
