@@ -173,7 +173,6 @@ def _ula_law(hessian, linear, step_size, steps, mean0, cov0, temperature, names=
         start_cov = np.where(c0_eig[None] == 0, 0.0, a_t[:, :, None] * c0_eig[None] * a_t[:, None, :])
         means = (start_mean + geo * b_eig[None, :]) @ vec.T
         cov_eig = start_cov + 2 * gamma * temp * np.einsum("si,ij->sij", geo2, np.eye(d))
-    with np.errstate(invalid="ignore", over="ignore"):
         covs = np.einsum("ij,sjk,lk->sil", vec, cov_eig, vec)
         covs = 0.5 * (covs + np.swapaxes(covs, 1, 2))
     finite = np.all(np.isfinite(means), axis=1) & np.all(np.isfinite(covs), axis=(1, 2))
