@@ -55,6 +55,32 @@ BOX_CENTRES = ("map", "theta_star")
 VECTOR_STARTS = 4  # local searches per sup/inf over vector records, from the best grid points
 
 
+_TINY = float(np.finfo(np.float64).tiny)
+_HUGE = float(np.finfo(np.float64).max)
+
+
+def _is_positive_normal(k):
+    """k a positive, normal, finite float (False for 0, subnormals, inf and NaN)."""
+    return (k >= _TINY) & (k <= _HUGE)
+
+
+def _records_log_lik(model: ContaminationModel, records, valid, theta, p):
+    """sum_i log k_p(x_i; theta) over the ``valid`` records. With the model's closed-form
+    ``mixture_density`` one log per record; a value that is not a positive normal float
+    (an overflow far outside the data) makes the sum NaN, never a wrong finite number.
+    Without it, log f and log g mixed in log space (log g and the normaliser once per call)."""
+    from ..models.contamination import log_mix
+
+    if model.mixture_density is not None:
+        k = jax.vmap(model.mixture_density, (0, None, None))(records, theta, p)
+        bad = jnp.any(valid & ~_is_positive_normal(k))
+        total = jnp.sum(jnp.where(valid, jnp.log(jnp.where(valid, k, 1.0)), 0.0))
+        return jnp.where(bad, jnp.nan, total)
+    log_f = jax.vmap(model.log_f, (0, None))(records, theta) - model.log_normaliser(theta)
+    log_g = jax.vmap(model.log_g)(records)
+    return jnp.sum(jnp.where(valid, log_mix(log_f, log_g, p), 0.0))
+
+
 # --- pieces that are tested on their own -------------------------------------------------------
 def smallest_box_radius(distances: jax.Array, log_weights: jax.Array, log_delta: float) -> tuple[jax.Array, jax.Array]:
     """Smallest phi among the particles' distances with weight{distance > phi} < delta.
@@ -317,17 +343,29 @@ def log_mixture_extremes(model: ContaminationModel, thetas, log_weights, theta_s
     from ..models.contamination import log_mix
 
     norms = jax.vmap(model.log_normaliser)(thetas)
+    if model.mixture_density is not None:
+        # sum_j w_j k_j in linear space: the weights relative to the largest are in (0, 1], one
+        # underflowing to 0 is below 1e-308 of the largest term's weight, and k_j / k_j' is
+        # bounded on the record space, so nothing that matters is lost
+        top_log_weight = jnp.max(log_weights)
+        weights = jnp.exp(log_weights - top_log_weight)
 
     def h(v):
         x = v if record_grid.ndim == 1 else model.to_record(v)
+        if model.mixture_density is not None:
+            ks = jax.vmap(lambda t: model.mixture_density(x, t, p))(thetas)
+            value = jnp.log(jnp.dot(weights, ks)) + top_log_weight - model.log_k(x, theta_star, p)
+            return jnp.where(jnp.all(_is_positive_normal(ks)), value, jnp.nan)
         log_f = jax.vmap(lambda t: model.log_f(x, t))(thetas) - norms
         ks = log_mix(log_f, model.log_g(x), p)
         return jax.scipy.special.logsumexp(log_weights + ks) - model.log_k(x, theta_star, p)
 
     values = jax.lax.map(h, record_grid, batch_size=64)
+    # a NaN on the grid (a closed-form density out of range) poisons both extremes
+    flag = jnp.where(jnp.any(jnp.isnan(values)), jnp.nan, 0.0)
     if record_grid.ndim != 1:
         if record_bounds is None:
-            return jnp.max(values), jnp.min(values)
+            return jnp.max(values) + flag, jnp.min(values) + flag
         _, lows, highs, steps, coords = _record_space_arrays(record_grid, record_bounds)
 
         def extreme(sign):
@@ -341,13 +379,13 @@ def log_mixture_extremes(model: ContaminationModel, thetas, log_weights, theta_s
             return sign * jnp.max(jax.vmap(from_start)(tops, idx))
 
         both = jax.vmap(extreme)(jnp.array([1.0, -1.0]))
-        return both[0], both[1]
+        return both[0] + flag, both[1] + flag
 
     def extreme(sign):
         return sign * _refined_max_1d(lambda x: sign * h(x), record_grid, sign * values, refine_iters)[1]
 
     both = jax.vmap(extreme)(jnp.array([1.0, -1.0]))
-    return both[0], both[1]
+    return both[0] + flag, both[1] + flag
 
 
 def _chunked_sum(chunk_fn, init, records, num_records, chunk: int):
@@ -436,7 +474,6 @@ def epsilon_for_dataset(
     refinement of the sup/inf past ``record_grid``. Returns a dict with ``epsilon``, ``log_eta``,
     ``log_a``, ``log_b``, ``phi``, ``theta_map``, ``hessian``, ``map_grad``, ``newton_steps``,
     ``num_outside`` (particles outside the box), ``ess`` (effective sample size), ``ok``."""
-    from ..models.contamination import log_mix
 
     p = contamination_rate
     theta_star = jnp.asarray(theta_star)
@@ -447,10 +484,7 @@ def epsilon_for_dataset(
         records = jax.tree_util.tree_map(lambda a: jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)]), records)
 
     def chunk_log_lik(part, valid, t):
-        # sum_i log k_p(x_i; t) over a chunk; log g and the normaliser enter once per chunk/theta
-        log_f = jax.vmap(model.log_f, (0, None))(part, t) - model.log_normaliser(t)
-        log_g = jax.vmap(model.log_g)(part)
-        return jnp.sum(jnp.where(valid, log_mix(log_f, log_g, p), 0.0))
+        return _records_log_lik(model, part, valid, t, p)
 
     def value_grad_hess(t):
         def chunk_stats(part, valid):

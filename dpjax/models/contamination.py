@@ -128,6 +128,14 @@ class ContaminationModel:
     or the transform depends on it; the estimator checks that it is the one it is given).
     ``bounded_without_contamination``: False when d(x; theta) is unbounded in x at p = 0
     (e.g. a Gaussian response), so the uncontaminated eps is +inf.
+    ``mixture_density(record, theta, p) -> k_p(x; theta)``: optional, for speed only: the
+    mixture itself (not its log) in closed form, e.g. (1 - p) sigmoid(+-theta.w) + p/2. Algorithm
+    1's two O(n m) and O(grid m) loops then take one log per record (or none: the particle
+    mixture sums it with linear-space weights) instead of mixing log f and log g in log
+    space, 2-3x faster. It must agree with the log-space mixture to rounding (the models'
+    tests check it) wherever the value is a positive normal float; where it is not (0, a
+    subnormal, inf or NaN: an overflow far outside the data), the estimator returns NaN for
+    the dataset, counted as failed, rather than a wrong finite number.
     """
 
     log_f: LogF
@@ -146,6 +154,7 @@ class ContaminationModel:
     covariates: Callable | None = None
     theta_star: tuple | None = None
     bounded_without_contamination: bool = True
+    mixture_density: Callable | None = None
 
     def __post_init__(self):
         V.positive_int("dim", self.dim)
@@ -394,6 +403,12 @@ def _logistic_regression_contamination(dim: int, prior_sd: float, bound: float) 
     def log_g(record):
         return jnp.zeros((), record.dtype) + log_half
 
+    def mixture_density(record, theta, p):
+        # y in {0, 1}: f = sigmoid(s theta.w), s = 2y - 1; k_p >= p/2, and for p = 0 sigmoid(s u)
+        # underflows only at s u < -745, far outside any posterior box of a bounded-covariate model
+        s = 2.0 * record[0] - 1.0
+        return (1.0 - p) * jax.nn.sigmoid(s * jnp.dot(record[1:], theta)) + 0.5 * p
+
     def log_prior(theta):
         return log_prior_norm - 0.5 * jnp.sum((theta / prior_sd) ** 2)
 
@@ -421,4 +436,5 @@ def _logistic_regression_contamination(dim: int, prior_sd: float, bound: float) 
         record_levels=((0.0, 1.0), (1.0,)) + (None,) * (dim - 1),
         covariates=lambda record: record[1:],
         name=f"logistic_regression_d{dim}",
+        mixture_density=mixture_density,
     )

@@ -129,6 +129,13 @@ def _linear(dim, theta_star, prior_sd, bound, response_scale, response_points, s
         r = (record[0] - jnp.dot(record[1:], theta_star_arr.astype(record.dtype))) / scale
         return log_g_const - 0.5 * (df + 1) * jnp.log1p(r * r / df)
 
+    def mixture_density(record, theta, p):
+        # (1 - p) phi + p g: phi underflows to 0 far out, where p g (~ |r|^-(df+1), from the
+        # log-space log g) carries the value; positive and normal for |r| <~ 1e50 (checked by
+        # the estimator, flagged beyond)
+        z = (record[0] - jnp.dot(record[1:], theta)) / noise_sd
+        return (1.0 - p) * jnp.exp(log_f_const - 0.5 * z * z) + p * jnp.exp(log_g(record))
+
     def sample_f(key, theta, n):
         k_w, k_e = jax.random.split(key)
         w = sample_w(k_w, n)
@@ -141,7 +148,7 @@ def _linear(dim, theta_star, prior_sd, bound, response_scale, response_points, s
 
     return ContaminationModel(
         log_f=log_f, log_g=log_g, log_prior=log_prior, dim=dim, sample_f=sample_f, sample_g=sample_g,
-        name=f"linear_regression_d{dim}", bounded_without_contamination=False, **space,
+        name=f"linear_regression_d{dim}", bounded_without_contamination=False, mixture_density=mixture_density, **space,
     )
 
 
@@ -183,6 +190,13 @@ def _cauchy(dim, theta_star, prior_sd, bound, response_scale, response_points, l
         z = record[0] / lam
         return log_g_const - jnp.log1p(z * z)
 
+    def mixture_density(record, theta, p):
+        # two rational functions, no transcendental: positive and normal while r^2 and y^2 do
+        # not overflow (|y| <~ 1e154; the compactified search reaches 1.6e16 response_scale)
+        r = record[0] - jnp.dot(record[1:], theta)
+        z = record[0] / lam
+        return ((1.0 - p) / (1.0 + r * r) + (p / lam) / (1.0 + z * z)) / math.pi
+
     def sample_f(key, theta, n):
         k_w, k_e = jax.random.split(key)
         w = sample_w(k_w, n)
@@ -194,5 +208,5 @@ def _cauchy(dim, theta_star, prior_sd, bound, response_scale, response_points, l
 
     return ContaminationModel(
         log_f=log_f, log_g=log_g, log_prior=log_prior, dim=dim, sample_f=sample_f, sample_g=sample_g,
-        name=f"cauchy_regression_d{dim}", **space,
+        name=f"cauchy_regression_d{dim}", mixture_density=mixture_density, **space,
     )
