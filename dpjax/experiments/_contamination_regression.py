@@ -77,6 +77,22 @@ def add_arguments(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--extrapolate-to", type=float, default=1e7, help="largest n of the extrapolated fit (default 1e7)")
     parser.add_argument("--dataset-batch", type=int, default=8, help="datasets per compiled batch (default 8)")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per n")
+    add_merge_argument(parser)
+
+
+def add_merge_argument(parser: argparse.ArgumentParser) -> None:
+    """``--merge``: combine earlier runs' JSON files instead of computing (shared with the logistic experiment)."""
+    parser.add_argument("--merge", type=_path_list, default=None, metavar="A.json,B.json",
+                        help="combine the JSON files of earlier runs of this experiment (other n, or other d, same settings) "
+                             "into one result with the rate fit over all of them, instead of computing; a paper-scale run "
+                             "can so be split over jobs or machines")
+
+
+def _path_list(text: str) -> list[str]:
+    paths = [v.strip() for v in text.split(",") if v.strip()]
+    if not paths:
+        raise argparse.ArgumentTypeError(f"{text!r} names no file")
+    return paths
 
 
 def auto_grid_per_axis(dim: int, other_points: int) -> int:
@@ -197,8 +213,134 @@ def run_sensitivity(make_model, args, points, n, num_datasets, grid_per_axis, pa
     return {"n": n, "dim": len(points[0][0]), "K": num_datasets, "rows": rows}
 
 
+# per-dimension settings that may differ between merged runs (the rest must be equal)
+_MERGE_FREE_SETTINGS = ("K", "quick")
+
+
+def _per_n_columns(res: dict) -> list[str]:
+    """The keys of a per-dimension result that hold one entry per n (lists, or dicts of lists)."""
+    size = len(res["n"])
+    keys = []
+    for key, value in res.items():
+        if key in ("n", "settings"):
+            continue
+        if isinstance(value, list) and len(value) == size:
+            keys.append(key)
+        elif isinstance(value, dict) and value and all(isinstance(v, list) and len(v) == size for v in value.values()):
+            keys.append(key)
+    return keys
+
+
+def merge_results(kind: str, parts: list[tuple[str, dict]], fit_args: argparse.Namespace) -> dict:
+    """One result from several runs of the same experiment (``parts``: (name, result) pairs,
+    each as written by ``dpjax reproduce``), per d the union of their n, sorted, and the rate
+    fit redone over all of it. Runs must agree on the experiment and on every per-d setting but
+    K; an n present twice for one d is an error (nothing is averaged or dropped). K may differ
+    between n: the settings then carry ``K_by_n``."""
+    if len(parts) < 2:
+        raise ValueError(f"--merge names {len(parts)} file(s); merging needs at least two")
+    by_dim: dict[str, list] = {}
+    for name, res in parts:
+        got = res.get("settings", {}).get("kind")
+        if got != kind:
+            raise ValueError(f"--merge: {name} is a {got!r} result; this experiment is {kind!r}")
+        for d, per in res["by_dim"].items():
+            by_dim.setdefault(d, []).append((name, per))
+    per_dim = {}
+    for d, pieces in sorted(by_dim.items(), key=lambda kv: int(kv[0])):
+        first_name, first = pieces[0]
+        fixed = {k: v for k, v in first["settings"].items() if k not in _MERGE_FREE_SETTINGS}
+        # the refit uses this command's --rate-exponent and --quantile: they must be the runs'
+        for key, want, flag in (("rate", f"p_n = n^-{fit_args.rate_exponent}", "--rate-exponent"),
+                                ("quantile", fit_args.quantile, "--quantile")):
+            if key in fixed and fixed[key] != want:
+                raise ValueError(f"--merge: d = {d}: {first_name} has {key} {fixed[key]!r}, this command {want!r}; pass the runs' {flag}")
+        columns = _per_n_columns(first)
+        for name, per in pieces[1:]:
+            for k in set(fixed) | {k for k in per["settings"] if k not in _MERGE_FREE_SETTINGS}:
+                if per["settings"].get(k) != fixed.get(k):
+                    raise ValueError(f"--merge: d = {d}: setting {k!r} is {per['settings'].get(k)!r} in {name} "
+                                     f"but {fixed.get(k)!r} in {first_name}; only K may differ")
+            if set(_per_n_columns(per)) != set(columns):
+                raise ValueError(f"--merge: d = {d}: {name} and {first_name} hold different columns")
+        rows = [(n, i, per) for _, per in pieces for i, n in enumerate(per["n"])]
+        ns = [n for n, _, _ in rows]
+        repeated = sorted({n for n in ns if ns.count(n) > 1})
+        if repeated:
+            raise ValueError(f"--merge: d = {d}: n = {repeated} appear in more than one file; merge distinct n only")
+        rows.sort(key=lambda r: r[0])
+        merged = {"n": [n for n, _, _ in rows]}
+        for key in columns:
+            if isinstance(first[key], dict):
+                merged[key] = {sub: [per[key][sub][i] for _, i, per in rows] for sub in first[key]}
+            else:
+                merged[key] = [per[key][i] for _, i, per in rows]
+        for key, value in first.items():  # per-d scalars (e.g. the uncontaminated arm's reason)
+            if key not in merged and key != "settings":
+                merged[key] = value
+        k_by_n = [per["settings"]["K"] for _, _, per in rows]
+        settings = dict(first["settings"], K=min(k_by_n) if len(set(k_by_n)) > 1 else k_by_n[0])
+        if len(set(k_by_n)) > 1:
+            settings["K_by_n"] = k_by_n
+        settings["quick"] = any(per["settings"].get("quick", False) for _, per in pieces)
+        merged["settings"] = settings
+        per_dim[d] = merged
+    dims = [int(d) for d in per_dim]
+    n_all = sorted({n for res in per_dim.values() for n in res["n"]})
+    results = {"dims": dims, "n": n_all, "by_dim": per_dim}
+    fits = {}
+    for d, res in per_dim.items():  # each d over its own n
+        fits.update({k: v for k, v in fit_rates({d: res}, res["n"], fit_args).items() if k.startswith(f"d{d}_")})
+    results["rate_fit"] = {**{k: v for k, v in fit_rates({}, n_all, fit_args).items()}, **fits}
+    for key in ("sensitivity", "theta_sensitivity"):
+        found = [(name, res[key]) for name, res in parts if key in res]
+        if found:
+            results[key] = found[0][1]
+            results[key]["from"] = found[0][0]
+    results["total_seconds"] = sum(float(res.get("total_seconds", 0.0)) for _, res in parts)
+    first_settings = parts[0][1]["settings"]
+    k_all = sorted({k for res in per_dim.values() for k in res["settings"].get("K_by_n", [res["settings"]["K"]])})
+    results["settings"] = {**first_settings, "K": k_all[0] if len(k_all) == 1 else k_all,
+                           "quick": any(res["settings"].get("quick", False) for _, res in parts),
+                           "merged_from": [name for name, _ in parts]}
+    return results
+
+
+def load_merge(kind: str, args: argparse.Namespace) -> dict:
+    """:func:`merge_results` over the files named by ``--merge`` (the reproduce CLI's JSON)."""
+    import json
+    from pathlib import Path
+
+    parts = []
+    for path in args.merge:
+        file = Path(path)
+        if not file.is_file():
+            raise ValueError(f"--merge: {path} is not a file")
+        try:
+            parts.append((str(path), json.loads(file.read_text())))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"--merge: {path} is not JSON ({err})") from None
+    for name, res in parts:
+        if "by_dim" not in res:
+            raise ValueError(f"--merge: {name} has no per-dimension results (by_dim): not a run of this experiment with --dims")
+    return merge_results(kind, [(name, _from_json(res)) for name, res in parts], args)
+
+
+def _from_json(obj):
+    """The CLI's JSON writes non-finite floats as strings: read them back as floats."""
+    if isinstance(obj, dict):
+        return {k: _from_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_from_json(v) for v in obj]
+    if obj in ("inf", "-inf", "nan"):
+        return float(obj)
+    return obj
+
+
 def run(kind: str, make_model, args: argparse.Namespace, extra_settings: dict) -> dict:
     """The whole experiment for the linear or Cauchy regression (see the module docstring)."""
+    if getattr(args, "merge", None):
+        return load_merge(kind, args)
     n_values = list(args.n_values or (QUICK_N if args.quick else PAPER_N))
     num_datasets = args.K if args.K is not None else (QUICK_NUM_DATASETS if args.quick else 1000)
     if any(n < 2 for n in n_values):

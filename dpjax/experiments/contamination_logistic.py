@@ -75,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
         parser.add_argument("--delta-factor", type=float, default=10.0, help="delta_n = 1/(factor n) (default 10)")
         parser.add_argument("--dataset-batch", type=int, default=8, help="datasets per compiled batch (default 8)")
         parser.add_argument("--progress", action="store_true", help="show a progress bar per n")
+        from ._contamination_regression import add_merge_argument
+
+        add_merge_argument(parser)
 
 
 def run(args: argparse.Namespace, prefix: str = ""):
@@ -82,6 +85,9 @@ def run(args: argparse.Namespace, prefix: str = ""):
     One d (no ``--dims``): the single-d layout; several: ``by_dim`` and the rate fit."""
     from . import _contamination_regression as common
 
+    if not prefix and getattr(args, "merge", None):
+        results = common.load_merge("logistic", args)
+        return results, common.figure(results, "Logistic regression (paper 003, Fig. 2b)")
     opt = lambda name: getattr(args, prefix.replace("-", "_") + name)
     theta_star = np.asarray(opt("theta_star"), dtype=float)
     if theta_star.ndim != 1 or theta_star.shape[0] < 2 or not np.all(np.isfinite(theta_star)):
