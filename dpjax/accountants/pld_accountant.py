@@ -261,12 +261,14 @@ def _in_chunks(fn, arrays, chunk, **static):
     repetition, so every call has the same shapes: one compilation per shape, not per batch)."""
     total = arrays[0].shape[0]
     chunk = _fit_chunk(chunk, total)
-    outs = []
+    pending = []
     for c0 in range(0, total, chunk):
         part = np.arange(c0, min(c0 + chunk, total))
         pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
-        res = fn(*(a[pad] for a in arrays), **static)
-        outs.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[: part.size], res))
+        pending.append((part.size, fn(*(a[pad] for a in arrays), **static)))
+    # every chunk is dispatched before the first result is read: an accelerator's queue stays
+    # full instead of draining at each chunk's copy back to the host
+    outs = [jax.tree_util.tree_map(lambda x: np.asarray(x)[:size], res) for size, res in pending]
     return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *outs)
 
 

@@ -1,0 +1,73 @@
+"""Where `pld_epsilons`' time goes on this machine: host (numpy planning, trimming, block
+assembly), waiting for the device (time inside the host<-device copies that end each jitted
+call), and how many jitted calls and copies one batch takes. The GPU goal of issue 13 (>= 100x
+dp_accounting on 1000 configurations) needs the answer before any redesign: a GPU only helps
+the device part.
+
+    python tools/gpu/pld_profile.py [--configs 1000] [--interval 1e-4] [--top 25]
+
+Prints one JSON line (wall time; time spent waiting in jax -> numpy conversions, which is
+the device's compute plus the copies; the rest, host time) and the top functions by own time. Runs on a CPU too (there "device wait" is the compute itself).
+"""
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import sys
+import time
+
+import jax
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+
+from dpjax.accountants import pld_epsilons  # noqa: E402
+from dpjax.bench.accountant import sample_pld_configs  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configs", type=int, default=1000)
+    parser.add_argument("--interval", type=float, default=1e-4)
+    parser.add_argument("--delta", type=float, default=1e-5)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    q, sigma, steps = sample_pld_configs(args.configs, args.seed)
+    call = lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=args.interval, optimistic=False)
+    t0 = time.perf_counter()
+    call()  # compiles
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    eps, _ = call()
+    warm = time.perf_counter() - t0
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    t0 = time.perf_counter()
+    call()
+    profiled = time.perf_counter() - t0
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    # the host waits for the device inside the conversions of jax arrays to numpy (jitted calls
+    # are asynchronous; their C++ dispatch does not show in a Python profile)
+    wait, conversions = 0.0, 0
+    for (_, _, name), (_, ncalls, tottime, _, _) in stats.stats.items():
+        if name in ("<built-in method numpy.asarray>", "<built-in method numpy.array>", "__array__", "_value"):
+            wait += tottime
+            conversions += ncalls
+    print(json.dumps({
+        "backend": jax.default_backend(), "device": str(jax.devices()[0]), "configs": args.configs, "interval": args.interval,
+        "first_call_s": first, "warm_s": warm, "profiled_s": profiled, "wait_in_conversions_s": wait, "host_s": profiled - wait,
+        "conversions": conversions, "median_eps": float(np.median(eps)),
+    }))
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
+    print(out.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
