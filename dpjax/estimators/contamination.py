@@ -656,6 +656,19 @@ def _quantile(values: np.ndarray, q: float) -> float:
     return float(x[max(int(math.ceil(q * x.shape[0])) - 1, 0)])
 
 
+CPU_BATCHING = (8, 512)
+ACCELERATOR_BATCHING = (64, 4096)
+
+
+def default_batching() -> tuple[int, int]:
+    """(datasets per compiled batch, records per chunk of the potential's loop) for JAX's
+    default backend. A CPU wants cache-sized work: 8 datasets, 512 records. On a GPU or TPU the
+    loops over record chunks (Newton steps at one theta per dataset) are latency-bound, so
+    batches 8x wider and chunks 8x longer cut their sequential trip count 64-fold (not yet
+    timed on a GPU). The results do not depend on either, up to the order of float sums."""
+    return CPU_BATCHING if jax.default_backend() == "cpu" else ACCELERATOR_BATCHING
+
+
 @functools.lru_cache(maxsize=16)
 def _batch_runner(model, padded: int, num_particles: int, proposal_scale: float, theta_grid_size: int, box_centre: str, record_chunk: int, interpolation_nodes,
                   record_bounds=None):
@@ -712,8 +725,8 @@ def contamination_epsilon(
     record_grid_per_axis: int = 9,
     theta_grid_size: int = 17,
     box_centre: str = "map",
-    dataset_batch: int = 8,
-    record_chunk: int = 512,
+    dataset_batch: int | None = None,
+    record_chunk: int | None = None,
     pad_records_to: int | None = None,
     interpolation_nodes: int | None = None,
     progress: bool = False,
@@ -759,8 +772,9 @@ def contamination_epsilon(
     V.one_of("box_centre", box_centre, BOX_CENTRES)
     if isinstance(theta_grid_size, bool) or not isinstance(theta_grid_size, (int, np.integer)) or theta_grid_size < 2:
         raise ValueError(f"theta_grid_size={theta_grid_size!r} violates theta_grid_size an integer >= 2 (the box's vertices)")
-    batch = V.positive_int("dataset_batch", dataset_batch)
-    chunk = V.positive_int("record_chunk", record_chunk)
+    default_batch, default_chunk = default_batching()
+    batch = default_batch if dataset_batch is None else V.positive_int("dataset_batch", dataset_batch)
+    chunk = default_chunk if record_chunk is None else V.positive_int("record_chunk", record_chunk)
     padded = n if pad_records_to is None else V.positive_int("pad_records_to", pad_records_to)
     if padded < n:
         raise ValueError(f"pad_records_to={padded} violates pad_records_to >= num_records={n}")

@@ -75,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--rate-exponent", type=float, default=0.125, help="contamination rate p_n = n^-exponent (default 1/8)")
     parser.add_argument("--delta-factor", type=float, default=10.0, help="delta_n = 1/(factor n) (default 10)")
     parser.add_argument("--extrapolate-to", type=float, default=1e7, help="largest n of the extrapolated fit (default 1e7)")
-    parser.add_argument("--dataset-batch", type=int, default=8, help="datasets per compiled batch (default 8)")
+    parser.add_argument("--dataset-batch", type=int, default=None,
+                        help="datasets per compiled batch (default 8 on a CPU, 64 on a GPU or TPU; the results do not depend on it)")
     parser.add_argument("--progress", action="store_true", help="show a progress bar per n")
     add_merge_argument(parser)
 

@@ -73,7 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
         parser.add_argument("--quantile", type=float, default=0.99, help="reported quantile over datasets (default 0.99)")
         parser.add_argument("--rate-exponent", type=float, default=0.125, help="contamination rate p_n = n^-exponent (default 1/8)")
         parser.add_argument("--delta-factor", type=float, default=10.0, help="delta_n = 1/(factor n) (default 10)")
-        parser.add_argument("--dataset-batch", type=int, default=8, help="datasets per compiled batch (default 8)")
+        parser.add_argument("--dataset-batch", type=int, default=None,
+                        help="datasets per compiled batch (default 8 on a CPU, 64 on a GPU or TPU; the results do not depend on it)")
         parser.add_argument("--progress", action="store_true", help="show a progress bar per n")
         from ._contamination_regression import add_merge_argument
 
