@@ -50,6 +50,7 @@ BENCHMARKS = {
     "scaling": "scaling",
     "figure1": "figure1",
     "gpu": "gpu",
+    "contamination": "contamination",
 }
 
 

@@ -85,6 +85,23 @@ def test_bench_figure1_at_small_n(capsys):
     assert out["lower_bound_share_at_peak"] == out["lower_bound_95"][peak] / out["exact_tight_epsilon"][peak]
 
 
+def test_bench_contamination_at_tiny_sizes(capsys):
+    """Algorithm 1 with and without the closed-form mixture densities, in one process: both
+    give the same eps_hat (to rounding) and the ratio is reported per model."""
+    from dpjax.cli import main
+
+    assert main(["bench", "contamination", "--json", "--models", "cauchy", "--dim", "3", "--n", "200", "--datasets", "2",
+                 "--repeats", "1"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    row = out["cauchy"]
+    assert out["backend"] == jax.default_backend() and (row["dim"], row["n"], row["particles"]) == (3, 200, 1000)
+    assert row["closed_form_seconds_per_dataset"] > 0 and row["speedup"] == pytest.approx(
+        row["log_space_seconds_per_dataset"] / row["closed_form_seconds_per_dataset"])
+    assert row["max_abs_eps_difference"] < 1e-6
+    with pytest.raises(ValueError, match="not in"):
+        main(["bench", "contamination", "--models", "gaussian"])
+
+
 # --- help, descriptions, progress and headline (issue 14) -------------------------------------
 import argparse
 import sys
