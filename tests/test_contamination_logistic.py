@@ -271,13 +271,15 @@ def test_epsilon_for_dataset_matches_numpy_brute_force(p):
 
 def test_contamination_epsilon_accepts_zero_rate_and_rejects_negative():
     est = contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=0.0, delta=1e-3,
-                                num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=4)
+                                num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=4,
+                                tail_retries=0)
     assert est.num_failed == 0 and np.all(np.isfinite(est.epsilons)) and est.contamination_rate == 0.0
     assert est.num_unresolved_tail == int(np.sum(est.details["num_outside"] == 0))
     # a delta below most particles' weights leaves them all inside the box: those datasets'
     # tails are unresolved, counted per dataset, and a smaller delta never resolves more
     tiny = contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=0.0, delta=1e-12,
-                                 num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=4)
+                                 num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=4,
+                                 tail_retries=0)
     assert tiny.num_unresolved_tail == int(np.sum(tiny.details["num_outside"] == 0)) >= 1
     assert np.all(tiny.details["num_outside"] <= est.details["num_outside"])
     with pytest.raises(ValueError, match=r"contamination_rate=-0.1 violates contamination_rate in \[0.0, 1.0\)"):
@@ -287,3 +289,29 @@ def test_contamination_epsilon_accepts_zero_rate_and_rejects_negative():
     with pytest.raises(ValueError, match=r"theta_grid_size\*\*dim = 17\*\*5 box points is too many"):
         contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=0.1, delta=1e-3, num_datasets=4,
                               record_grid=np.asarray(space(3)[0]))
+
+
+def test_unresolved_tails_are_retried_with_a_wider_proposal_on_the_same_data():
+    """A dataset with no particle outside its box is rerun on the same records and normal draws
+    with the proposal widened 1.5x per retry: the others are untouched, a retried dataset equals
+    a direct run at the scale it ended with, and what stays unresolved is still counted."""
+    small = logistic_regression_contamination(dim=3)
+    ts = THETA_STAR[:3]
+    kw = dict(theta_star=ts, num_records=200, contamination_rate=0.3, delta=1e-3, num_datasets=8, num_particles=100, theta_grid_size=2,
+              record_grid_per_axis=3, dataset_batch=4)
+    plain = contamination_epsilon(small, tail_retries=0, **kw)
+    retried = contamination_epsilon(small, **kw)
+    before = plain.details["num_outside"] == 0
+    assert before.sum() >= 2 and retried.num_unresolved_tail < plain.num_unresolved_tail
+    assert retried.num_unresolved_tail == int(np.sum(retried.details["num_outside"] == 0))
+    scales = retried.details["proposal_scale"]
+    np.testing.assert_array_equal(scales[~before], 2.0)
+    assert np.all(np.isin(scales[before], [3.0, 4.5]))
+    np.testing.assert_array_equal(retried.epsilons[~before], plain.epsilons[~before])
+    np.testing.assert_array_equal(retried.details["theta_map"], plain.details["theta_map"])  # same records
+    direct = contamination_epsilon(small, tail_retries=0, **{**kw, "proposal_scale": 3.0})
+    at3 = scales == 3.0
+    assert at3.any()
+    np.testing.assert_array_equal(retried.epsilons[at3], direct.epsilons[at3])
+    with pytest.raises(ValueError, match="tail_retries=-1"):
+        contamination_epsilon(small, tail_retries=-1, **kw)

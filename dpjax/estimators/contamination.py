@@ -591,8 +591,8 @@ class ContaminationEstimate:
     bound it); ``bootstrap_se`` the bootstrap standard error of the quantile.
     ``num_failed``: datasets whose estimate failed (counted as +inf in the quantile);
     ``num_unresolved_tail``: datasets with no particle outside the box, whose phi is the
-    particles' extent rather than resolved from the tail weight (raise ``num_particles`` or
-    ``proposal_scale`` until it is 0)."""
+    particles' extent rather than resolved from the tail weight, after ``tail_retries``
+    widened reruns (raise ``num_particles``, ``proposal_scale`` or ``tail_retries`` until it is 0)."""
 
     epsilon: float
     quantile: float
@@ -656,6 +656,7 @@ def _quantile(values: np.ndarray, q: float) -> float:
     return float(x[max(int(math.ceil(q * x.shape[0])) - 1, 0)])
 
 
+TAIL_RETRY_WIDENING = 1.5  # proposal scale factor per retry of a dataset whose tail is unresolved
 CPU_BATCHING = (8, 512)
 ACCELERATOR_BATCHING = (64, 4096)
 
@@ -731,6 +732,7 @@ def contamination_epsilon(
     interpolation_nodes: int | None = None,
     progress: bool = False,
     bootstrap: int = 2000,
+    tail_retries: int = 2,
 ) -> ContaminationEstimate:
     """Paper 003 Algorithm 1 for a user-supplied contaminated model (f, g, prior, samplers).
 
@@ -756,6 +758,11 @@ def contamination_epsilon(
     ``interpolation_nodes``: see :func:`epsilon_for_dataset` (d = 1; the per-dataset
     interpolation error is in ``details["interpolation_error"]``). See the module
     docstring for the procedure and for ``proposal_scale``.
+    ``tail_retries``: a dataset with no particle outside its box (the tail beyond delta_n
+    unresolved, phi only the particles' extent, so possibly too small) is rerun, on the same
+    records and normal draws, with the proposal widened 1.5x, up to this many times; the
+    scale each dataset ended with is ``details["proposal_scale"]``, and those still
+    unresolved are counted in ``num_unresolved_tail``.
     """
     t0 = time.perf_counter()
     p = check_contamination_rate(contamination_rate, allow_zero=True)
@@ -781,6 +788,7 @@ def contamination_epsilon(
     padded = -(-padded // chunk) * chunk
     seed = V.seed("seed", seed)
     bootstrap = V.nonnegative_int("bootstrap", bootstrap)
+    tail_retries = V.nonnegative_int("tail_retries", tail_retries)
     theta_star = V.finite_array("theta_star", np.atleast_1d(V.real_array("theta_star", theta_star)))
     if theta_star.shape != (model.dim,):
         raise ValueError(f"theta_star has shape {theta_star.shape}; it must have shape ({model.dim},), the model's dim")
@@ -825,7 +833,23 @@ def contamination_epsilon(
     for start in starts:
         # fixed batch shape: one compilation; indices past K are computed and dropped
         chunks.append(jax.device_get(run_batch(jnp.arange(start, start + batch), *args)))
-    details = {key: np.concatenate([c[key] for c in chunks])[:k_sets] for key in chunks[0]}
+    details = {key: np.array(np.concatenate([c[key] for c in chunks])[:k_sets]) for key in chunks[0]}
+    details["proposal_scale"] = np.full(k_sets, s)
+    for attempt in range(1, tail_retries + 1):
+        todo = np.flatnonzero(np.asarray(details["num_outside"]) == 0)
+        if todo.size == 0:
+            break
+        # same records and normals (dataset k's keys), particles spread wider: the weights keep
+        # the tail estimate valid for any scale, and farther particles can resolve it
+        wider = s * TAIL_RETRY_WIDENING**attempt
+        rerun = _batch_runner(model, padded, m, wider, int(theta_grid_size), box_centre, chunk, interpolation_nodes, record_bounds)
+        for start in range(0, todo.size, batch):
+            part = todo[start : start + batch]
+            idx = np.concatenate([part, np.full(batch - part.size, part[-1])])
+            redo = jax.device_get(rerun(jnp.asarray(idx), *args))
+            for key, value in redo.items():
+                details[key][part] = np.asarray(value)[: part.size]
+        details["proposal_scale"][todo] = wider
     eps = np.asarray(details["epsilon"], dtype=float)
     failed = int(np.sum(~np.isfinite(eps)))
     # a failed dataset (Hessian not positive definite, non-finite eps) is never dropped: it
