@@ -315,3 +315,20 @@ def test_unresolved_tails_are_retried_with_a_wider_proposal_on_the_same_data():
     np.testing.assert_array_equal(retried.epsilons[at3], direct.epsilons[at3])
     with pytest.raises(ValueError, match="tail_retries=-1"):
         contamination_epsilon(small, tail_retries=-1, **kw)
+
+
+def test_results_do_not_depend_on_batching_and_the_defaults_follow_the_backend(monkeypatch):
+    """Dataset k and record i are the same draws whatever the batch and chunk sizes (the
+    accelerator defaults are 8x the CPU's), so eps_hat differs only by the order of float sums."""
+    from dpjax.estimators import contamination as C
+
+    small = logistic_regression_contamination(dim=3)
+    kw = dict(theta_star=THETA_STAR[:3], num_records=200, contamination_rate=0.3, delta=1e-3, num_datasets=8, num_particles=100,
+              theta_grid_size=2, record_grid_per_axis=3, tail_retries=0)
+    wide = contamination_epsilon(small, dataset_batch=4, **kw)  # the shapes of the test above: compiled once
+    narrow = contamination_epsilon(small, dataset_batch=3, record_chunk=64, **kw)
+    np.testing.assert_allclose(narrow.epsilons, wide.epsilons, rtol=1e-9)
+    assert np.all(np.isfinite(wide.epsilons)) and wide.num_failed == 0
+    assert C.default_batching() == C.CPU_BATCHING == (8, 512)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert C.default_batching() == C.ACCELERATOR_BATCHING == (64, 4096)

@@ -126,20 +126,3 @@ def test_a_closed_form_out_of_range_gives_nan_not_a_number():
     log_a, log_b = jax.jit(lambda: log_mixture_extremes(broken, thetas, jnp.full(8, -math.log(8)), theta, 0.3, jnp.asarray(grid), 10, 1, bounds))()
     assert math.isnan(float(log_a)) and math.isnan(float(log_b))
 
-
-def test_results_do_not_depend_on_batching_and_the_defaults_follow_the_backend(monkeypatch):
-    """Dataset k and record i are the same draws whatever the batch and chunk sizes (the
-    accelerator defaults are 8x the CPU's), so eps_hat differs only by the order of float sums."""
-    from dpjax.estimators import contamination as C
-    from dpjax.estimators.contamination import contamination_epsilon
-
-    m = MODELS["cauchy"]()
-    kwargs = dict(theta_star=THETA_STAR, num_records=150, contamination_rate=0.3, delta=1e-3, num_datasets=4, num_particles=64,
-                  record_grid_per_axis=3, theta_grid_size=5)
-    wide = contamination_epsilon(m, dataset_batch=4, record_chunk=512, **kwargs)
-    narrow = contamination_epsilon(m, dataset_batch=2, record_chunk=64, **kwargs)
-    np.testing.assert_allclose(narrow.epsilons, wide.epsilons, rtol=1e-9)
-    assert np.all(np.isfinite(wide.epsilons)) and wide.num_failed == 0
-    assert C.default_batching() == C.CPU_BATCHING == (8, 512)
-    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert C.default_batching() == C.ACCELERATOR_BATCHING == (64, 4096)
