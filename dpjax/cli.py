@@ -75,6 +75,18 @@ def to_jsonable(obj):
     return obj
 
 
+def from_jsonable(obj):
+    """The inverse of :func:`to_jsonable` for what ``json.load`` returns: the strings "inf",
+    "-inf", "nan" become floats again (an experiment's JSON read back, e.g. by ``--merge``)."""
+    if isinstance(obj, dict):
+        return {k: from_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_jsonable(v) for v in obj]
+    if obj in ("inf", "-inf", "nan"):
+        return float(obj)
+    return obj
+
+
 def _load(package: str, module: str):
     return importlib.import_module(f"dpjax.{package}.{module}")
 

@@ -4,13 +4,15 @@ import jax
 import numpy as np
 import pytest
 
-from dpjax.cli import EXPERIMENTS, build_parser, to_jsonable
+from dpjax.cli import EXPERIMENTS, build_parser, from_jsonable, to_jsonable
 
 
 def test_to_jsonable_handles_numpy_and_non_finite():
     obj = {"a": np.float64(1.5), "b": np.arange(3), "c": [np.inf, -np.inf, float("nan")], 4: np.int64(2)}
     out = json.loads(json.dumps(to_jsonable(obj)))
     assert out == {"a": 1.5, "b": [0, 1, 2], "c": ["inf", "-inf", "nan"], "4": 2}
+    back = from_jsonable(out)  # read back, the non-finite floats are floats again
+    assert back["c"][:2] == [np.inf, -np.inf] and np.isnan(back["c"][2]) and back["b"] == [0, 1, 2] and back["a"] == 1.5
 
 
 def test_parser_lists_every_paper_result():

@@ -342,13 +342,14 @@ def log_mixture_extremes(model: ContaminationModel, thetas, log_weights, theta_s
         record_grid = jnp.concatenate([record_grid[:-1:stride], record_grid[-1:]])
     from ..models.contamination import log_mix
 
-    norms = jax.vmap(model.log_normaliser)(thetas)
     if model.mixture_density is not None:
         # sum_j w_j k_j in linear space: the weights relative to the largest are in (0, 1], one
         # underflowing to 0 is below 1e-308 of the largest term's weight, and k_j / k_j' is
         # bounded on the record space, so nothing that matters is lost
         top_log_weight = jnp.max(log_weights)
         weights = jnp.exp(log_weights - top_log_weight)
+    else:
+        norms = jax.vmap(model.log_normaliser)(thetas)
 
     def h(v):
         x = v if record_grid.ndim == 1 else model.to_record(v)

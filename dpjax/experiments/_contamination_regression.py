@@ -289,15 +289,13 @@ def merge_results(kind: str, parts: list[tuple[str, dict]], fit_args: argparse.N
     dims = [int(d) for d in per_dim]
     n_all = sorted({n for res in per_dim.values() for n in res["n"]})
     results = {"dims": dims, "n": n_all, "by_dim": per_dim}
-    fits = {}
+    results["rate_fit"] = fit_rates({}, n_all, fit_args)  # Theorem 4's rate and the note
     for d, res in per_dim.items():  # each d over its own n
-        fits.update({k: v for k, v in fit_rates({d: res}, res["n"], fit_args).items() if k.startswith(f"d{d}_")})
-    results["rate_fit"] = {**{k: v for k, v in fit_rates({}, n_all, fit_args).items()}, **fits}
+        results["rate_fit"].update(fit_rates({d: res}, res["n"], fit_args))
     for key in ("sensitivity", "theta_sensitivity"):
         found = [(name, res[key]) for name, res in parts if key in res]
-        if found:
-            results[key] = found[0][1]
-            results[key]["from"] = found[0][0]
+        if found:  # the first file's, named (a copy: the inputs are not changed)
+            results[key] = {**found[0][1], "from": found[0][0]}
     results["total_seconds"] = sum(float(res.get("total_seconds", 0.0)) for _, res in parts)
     first_settings = parts[0][1]["settings"]
     k_all = sorted({k for res in per_dim.values() for k in res["settings"].get("K_by_n", [res["settings"]["K"]])})
@@ -312,6 +310,8 @@ def load_merge(kind: str, args: argparse.Namespace) -> dict:
     import json
     from pathlib import Path
 
+    from ..cli import from_jsonable
+
     parts = []
     for path in args.merge:
         file = Path(path)
@@ -324,18 +324,7 @@ def load_merge(kind: str, args: argparse.Namespace) -> dict:
     for name, res in parts:
         if "by_dim" not in res:
             raise ValueError(f"--merge: {name} has no per-dimension results (by_dim): not a run of this experiment with --dims")
-    return merge_results(kind, [(name, _from_json(res)) for name, res in parts], args)
-
-
-def _from_json(obj):
-    """The CLI's JSON writes non-finite floats as strings: read them back as floats."""
-    if isinstance(obj, dict):
-        return {k: _from_json(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_from_json(v) for v in obj]
-    if obj in ("inf", "-inf", "nan"):
-        return float(obj)
-    return obj
+    return merge_results(kind, [(name, from_jsonable(res)) for name, res in parts], args)
 
 
 def run(kind: str, make_model, args: argparse.Namespace, extra_settings: dict) -> dict:
