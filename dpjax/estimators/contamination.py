@@ -671,6 +671,24 @@ def default_batching() -> tuple[int, int]:
     return CPU_BATCHING if jax.default_backend() == "cpu" else ACCELERATOR_BATCHING
 
 
+def _run_datasets(runner, indices: np.ndarray, batch: int, args: tuple, progress_label: str | None = None) -> dict:
+    """``runner`` (a :func:`_batch_runner`) over the datasets ``indices`` in batches of
+    ``batch``, the last padded by repeating its last index (one compiled shape; the padding's
+    rows are dropped): numpy arrays, one row per index, in order."""
+    starts = range(0, indices.size, batch)
+    if progress_label:
+        from tqdm.auto import tqdm
+
+        starts = tqdm(starts, desc=progress_label, unit="batch")
+    chunks = []
+    for start in starts:
+        part = indices[start : start + batch]
+        padded = np.concatenate([part, np.full(batch - part.size, part[-1])])
+        out = jax.device_get(runner(jnp.asarray(padded), *args))
+        chunks.append({key: np.asarray(value)[: part.size] for key, value in out.items()})
+    return {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]}
+
+
 @functools.lru_cache(maxsize=16)
 def _batch_runner(model, padded: int, num_particles: int, proposal_scale: float, theta_grid_size: int, box_centre: str, record_chunk: int, interpolation_nodes,
                   record_bounds=None):
@@ -825,31 +843,18 @@ def contamination_epsilon(
         interpolation_nodes = int(interpolation_nodes)
     run_batch = _batch_runner(model, padded, m, s, int(theta_grid_size), box_centre, chunk, interpolation_nodes, record_bounds)
     args = (jax.random.PRNGKey(seed), jnp.asarray(theta_star), jnp.asarray(n), jnp.asarray(p), jnp.asarray(math.log(delta)), jnp.asarray(grid))
-    chunks = []
-    starts = range(0, k_sets, batch)
-    if progress:
-        from tqdm.auto import tqdm
-
-        starts = tqdm(starts, desc=f"contamination n={n}", unit="batch")
-    for start in starts:
-        # fixed batch shape: one compilation; indices past K are computed and dropped
-        chunks.append(jax.device_get(run_batch(jnp.arange(start, start + batch), *args)))
-    details = {key: np.array(np.concatenate([c[key] for c in chunks])[:k_sets]) for key in chunks[0]}
+    details = _run_datasets(run_batch, np.arange(k_sets), batch, args, f"contamination n={n}" if progress else None)
     details["proposal_scale"] = np.full(k_sets, s)
     for attempt in range(1, tail_retries + 1):
-        todo = np.flatnonzero(np.asarray(details["num_outside"]) == 0)
+        todo = np.flatnonzero(details["num_outside"] == 0)
         if todo.size == 0:
             break
         # same records and normals (dataset k's keys), particles spread wider: the weights keep
         # the tail estimate valid for any scale, and farther particles can resolve it
         wider = s * TAIL_RETRY_WIDENING**attempt
         rerun = _batch_runner(model, padded, m, wider, int(theta_grid_size), box_centre, chunk, interpolation_nodes, record_bounds)
-        for start in range(0, todo.size, batch):
-            part = todo[start : start + batch]
-            idx = np.concatenate([part, np.full(batch - part.size, part[-1])])
-            redo = jax.device_get(rerun(jnp.asarray(idx), *args))
-            for key, value in redo.items():
-                details[key][part] = np.asarray(value)[: part.size]
+        for key, value in _run_datasets(rerun, todo, batch, args).items():
+            details[key][todo] = value
         details["proposal_scale"][todo] = wider
     eps = np.asarray(details["epsilon"], dtype=float)
     failed = int(np.sum(~np.isfinite(eps)))
