@@ -103,38 +103,46 @@ def _discretise_one(kind: str, length: int, step: float, sigma, q, k_lo):
 DISCRETISE_BLOCK = 2048  # grid cells per block of the blocked discretisation
 
 
-def _discretise_block(kind: str, step: float, sigma, q, k_first, num_cells):
-    """One block of :func:`_discretise_one`'s work on a longer grid: the cells between points
-    (k_first + j) h and (k_first + j + 1) h, j < DISCRETISE_BLOCK, of which the first
-    ``num_cells`` are real (the rest carry no mass). Returns (pess (B+1,): each cell's
-    connect-the-dots mass at its two ends, to be overlap-added with the next block's; opt
-    (B,): each cell's mass at its lower end; log P(L <= first point); log P(L > point
-    num_cells), the mass above the grid when this is the last block).
+def _discretise_block(kind: str, step: float, sigma, q, k_first, offset, cells):
+    """One block of :func:`_discretise_one`'s work on a longer grid: the final masses of the
+    DISCRETISE_BLOCK points (k_first + j) h, j < DISCRETISE_BLOCK, of a grid of ``cells`` cells
+    whose point 0 is ``offset`` points before k_first. Point j takes the lower share of cell j
+    (between points j and j + 1) and the upper share of cell j - 1, so each block evaluates one
+    cell to its left and the blocks of a grid tile it without overlap: laid end to end they
+    are its PMF (cells outside the grid carry no mass). Returns (pess (B,) connect-the-dots,
+    opt (B,) each cell's mass at its lower end, log P(L <= point 0 of this block), log P(L >
+    the grid's top point): the masses below and above the grid when this is its first / last
+    block).
 
     Blocks make the work proportional to each grid's own length (no padding of short grids to
     a common one) with one compiled program for any length."""
     b = DISCRETISE_BLOCK
-    losses = (k_first + jnp.arange(b + 1)) * step
-    log_p_cell, log_q_cell, log_below, log_above = _log_cells(kind, losses, sigma, q, num_cells)
-    real = jnp.arange(b) < num_cells
+    losses = (k_first - 1 + jnp.arange(b + 2)) * step  # points -1 .. b: cells -1 .. b - 1
+    top = jnp.clip(cells - offset + 1, 0, b + 1)  # index of the grid's top point in ``losses`` (clipped)
+    log_p_cell, log_q_cell, log_below, log_above = _log_cells(kind, losses, sigma, q, 1, top)
+    cell = offset - 1 + jnp.arange(b + 1)  # grid index of each evaluated cell
+    real = (cell >= 0) & (cell < cells)
     p_cell = jnp.where(real, jnp.exp(log_p_cell), 0.0)
     ratio = jnp.where(jnp.isfinite(log_p_cell), log_q_cell - log_p_cell + losses[1:], 0.0)
     share_low = jnp.clip(jnp.expm1(jnp.clip(ratio, 0.0, step)) / math.expm1(step), 0.0, 1.0)
-    pess = jnp.zeros(b + 1).at[:-1].add(share_low * p_cell).at[1:].add((1.0 - share_low) * p_cell)
-    return pess, p_cell, log_below, log_above
+    # cell c's shares go to points c and c + 1 (cells -1 .. b - 1 onto points -1 .. b; the ends
+    # are cut). Written as two scatter-adds: XLA on a CPU compiles the equivalent sum of two
+    # offset slices to a loop 4x slower (measured)
+    pess = jnp.zeros(b + 2).at[:-1].add(share_low * p_cell).at[1:].add((1.0 - share_low) * p_cell)[1:-1]
+    return pess, p_cell[1:], log_below, log_above
 
 
-def _log_cells(kind: str, losses, sigma, q, last):
-    """(log P-mass, log Q-mass) of the cells between consecutive ``losses``, log P(L <= losses[0])
-    and log P(L > losses[last]): from the pair's cell function where it has one, else by
-    differencing its tails. The barrier stores the cells (tails) once: without it XLA fuses
-    their costly evaluation into each consumer, i.e. computes them two or three times over."""
+def _log_cells(kind: str, losses, sigma, q, first, last):
+    """(log P-mass, log Q-mass) of the cells between consecutive ``losses``, log P(L <=
+    losses[first]) and log P(L > losses[last]): from the pair's cell function where it has one,
+    else by differencing its tails. The barrier stores the cells (tails) once: without it XLA
+    fuses their costly evaluation into each consumer, i.e. computes them two or three times over."""
     if kind in pld_pairs.CELLS:
         log_p_cell, log_q_cell = jax.lax.optimization_barrier(pld_pairs.CELLS[kind](losses, sigma, q))
-        p_sf, p_cdf, _, _ = pld_pairs.TAILS[kind](jnp.stack([losses[0], losses[last]]), sigma, q)
+        p_sf, p_cdf, _, _ = pld_pairs.TAILS[kind](jnp.stack([losses[first], losses[last]]), sigma, q)
         return log_p_cell, log_q_cell, p_cdf[0], p_sf[1]
     p_sf, p_cdf, q_sf, q_cdf = jax.lax.optimization_barrier(pld_pairs.TAILS[kind](losses, sigma, q))
-    return _cell_log_masses(p_sf, p_cdf), _cell_log_masses(q_sf, q_cdf), p_cdf[0], p_sf[last]
+    return _cell_log_masses(p_sf, p_cdf), _cell_log_masses(q_sf, q_cdf), p_cdf[first], p_sf[last]
 
 
 def _suffix_decayed(c, decay):
@@ -371,10 +379,16 @@ def remove_from_top(pmf, mass):
 EPS_BLOCK = 1024
 
 
-def epsilon_blocked(pmf, start, inf_mass, step: float, target):
+def epsilon_blocked(pmf, start, inf_mass, step: float, target, parallel: bool = False):
     """The same eps(delta) as :func:`_epsilon_one` in O(n) with one matrix-vector product: the
     profile at block starts from block sums, then exactly inside the one block where it
-    crosses the target (XLA's cumulative sums over a long axis are slow on CPU)."""
+    crosses the target (XLA's cumulative sums over a long axis are slow on CPU).
+
+    ``parallel``: the two decayed suffix sums by associative scans (log depth) instead of
+    sequential ones: a sequential scan is a loop of ~1000 iterations, each a few kernel
+    launches on an accelerator, while a CPU runs it faster than the scan tree. Both sum the
+    same positive terms; they differ by rounding alone (tested)."""
+    suffix = _suffix_decayed if parallel else _suffix_decayed_scan
     n = pmf.shape[-1]
     b = min(EPS_BLOCK, n)
     nb = n // b
@@ -383,7 +397,7 @@ def epsilon_blocked(pmf, start, inf_mass, step: float, target):
     blk_mass = jnp.sum(blocks, axis=-1)
     blk_dec = blocks @ decay_in  # sum_i p_i e^{-(i - b0) h} within each block
     s_blk = jnp.cumsum(blk_mass[::-1])[::-1]  # S at each block start
-    h_blk = _suffix_decayed_scan(blk_dec, math.exp(-b * step))  # H at each block start
+    h_blk = suffix(blk_dec, math.exp(-b * step))  # H at each block start
     prof_blk = inf_mass + jnp.maximum(s_blk - h_blk, 0.0)  # delta(l_{b0})
     ok = jnp.concatenate([prof_blk, inf_mass[None]]) <= target  # the end of the window: delta = inf
     first_ok = jnp.argmax(ok)
@@ -399,7 +413,7 @@ def epsilon_blocked(pmf, start, inf_mass, step: float, target):
     s_in_next = jnp.concatenate([s_in[1:], s_next[None]])
     c = -math.expm1(-step) * s_in_next
     c = c.at[-1].add(math.exp(-step) * d_next)
-    d_in = _suffix_decayed_scan(c, math.exp(-step))
+    d_in = suffix(c, math.exp(-step))
     prof_in = inf_mass + d_in
     prof_next = inf_mass + d_next
     ok_in = prof_in <= target

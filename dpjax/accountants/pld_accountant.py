@@ -56,13 +56,14 @@ class ChunkBudget:
     compose_elements: int  # configurations x FFT points per composition call
     blocks_per_call: int  # blocks of DISCRETISE_BLOCK cells per call
     max_configurations: int  # configurations per call at most
+    parallel_scans: bool = False  # the eps query's suffix sums by associative scans (pld.epsilon_blocked)
 
 
 CPU_BUDGET = ChunkBudget(CHUNK_ELEMENTS, COMPOSE_CHUNK_ELEMENTS, BLOCKS_PER_CALL, 64)
 # 2^25 complex128 points = 512 MiB per array of a composition call; a few such arrays fit an
 # H100's 80 GB many times over. Not yet timed on a GPU (the CPU budget was: 12.2x dp_accounting
 # on an H100, BENCHMARKS.md), so these sizes are a first choice, not a measured optimum.
-ACCELERATOR_BUDGET = ChunkBudget(2**25, 2**25, 4096, 1024)
+ACCELERATOR_BUDGET = ChunkBudget(2**25, 2**25, 4096, 1024, parallel_scans=True)
 
 
 def chunk_budget() -> ChunkBudget:
@@ -201,9 +202,33 @@ def _next_pow2(x: int) -> int:
 
 
 @functools.partial(jax.jit, static_argnames=("kind", "step"))
-def _blocks_batch(sigma, q, k_first, num_cells, kind, step):
-    fn = lambda s, r, k, m: _pld._discretise_block(kind, step, s, r, k, m)  # noqa: E731
-    return jax.vmap(fn)(sigma, q, k_first, num_cells)
+def _blocks_batch(sigma, q, k_first, offset, cells, kind, step):
+    fn = lambda s, r, k, o, c: _pld._discretise_block(kind, step, s, r, k, o, c)  # noqa: E731
+    return jax.vmap(fn)(sigma, q, k_first, offset, cells)
+
+
+@functools.partial(jax.jit, static_argnames=("width", "optimistic"))
+def _assemble_rows(pess_b, opt_b, log_below, log_above, block0, last_block, cells, width, optimistic):
+    """Each item's PMF (on the device): its blocks are consecutive and tile its grid, so its
+    row is one contiguous slice of the blocks laid end to end, cut at its own length (what
+    follows belongs to the next item)."""
+    b = pess_b.shape[-1]
+    flat_p = jnp.concatenate([pess_b.reshape(-1), jnp.zeros(width)])
+    flat_o = jnp.concatenate([opt_b.reshape(-1), jnp.zeros(width)]) if optimistic else None
+    j = jnp.arange(width)
+
+    def row(start, c, lo_mass, hi_mass):
+        own = j <= c  # the grid's points 0..cells
+        p = jnp.where(own, jax.lax.dynamic_slice(flat_p, (start,), (width,)), 0.0)
+        p = p.at[0].add(jnp.exp(lo_mass))  # the mass below the grid, moved up to its lowest point
+        if not optimistic:
+            return p, jnp.exp(hi_mass), jnp.zeros(0)
+        o = jnp.where(own, jax.lax.dynamic_slice(flat_o, (start,), (width,)), 0.0)
+        o = o + jnp.where(j == c, jnp.exp(hi_mass), 0.0)  # the mass above the grid, rounded down to its top point
+        return p, jnp.exp(hi_mass), o
+
+    del b
+    return jax.vmap(row)(block0 * pess_b.shape[-1], cells, log_below[block0], log_above[last_block])
 
 
 
@@ -211,43 +236,26 @@ def _blocks_batch(sigma, q, k_first, num_cells, kind, step):
 def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
     """One step's pessimistic and optimistic PMFs for every (configuration, stage) item of the
     (B, S) arrays, each on its own grid k_lo..k_hi (work proportional to its length, by blocks:
-    :func:`dpjax.accountants.pld._discretise_block`), returned zero-padded to ``width`` points:
-    (pess (B, S, width), pess_inf (B, S), opt (B, S, width), opt_inf (B, S) = 0); opt has
-    width 0 unless ``optimistic``."""
+    :func:`dpjax.accountants.pld._discretise_block`), returned zero-padded to ``width`` points,
+    as device arrays (nothing is copied to the host): (pess (B, S, width), pess_inf (B, S),
+    opt (B, S, width), opt_inf (B, S) = 0); opt has width 0 unless ``optimistic``."""
     shape = np.shape(sigma)
     sig, qq, lo, hi = (np.asarray(a).reshape(-1) for a in (sigma, q, k_lo, k_hi))
     b = _pld.DISCRETISE_BLOCK
     cells = (hi - lo).astype(np.int64)  # points - 1 (>= 1)
-    nb = np.maximum(1, -(-cells // b))
+    nb = cells // b + 1  # blocks of b points covering the points 0..cells
     item = np.repeat(np.arange(sig.size), nb)
-    off = (np.arange(int(nb.sum())) - np.repeat(np.cumsum(nb) - nb, nb)) * b
-    num_cells = np.clip(cells[item] - off, 0, b)
-    pess_b, opt_b, log_cdf0, log_sf_last = _in_chunks(
-        _blocks_batch, (sig[item], qq[item], (lo[item] + off).astype(np.int64), num_cells.astype(np.int64)), chunk_budget().blocks_per_call,
-        kind=kind, step=step)
-    # each item's blocks are consecutive: copy them into its row (cells beyond an item's grid
-    # carry no mass, so nothing is lost where the last block overhangs ``width``)
     block0 = np.cumsum(nb) - nb
-    pess = np.zeros((sig.size, width))
-    opt = np.zeros((sig.size, width)) if optimistic else None
-    for i in range(sig.size):
-        blocks = slice(block0[i], block0[i] + nb[i])
-        m = min(int(nb[i]) * b, width)
-        pess[i, :m] = pess_b[blocks, :b].reshape(-1)[:m]
-        # each block's right end, shared with the next block's first point (those at or beyond
-        # ``width`` are 0: a block's last cell is real only where the grid's top point is < width)
-        shared = np.arange(b, min(int(nb[i]) * b, width - 1) + 1, b)
-        pess[i, shared] += pess_b[blocks, b][: shared.size]
-        if optimistic:
-            opt[i, :m] = opt_b[blocks].reshape(-1)[:m]
-    last_block = block0 + nb - 1
-    pess[:, 0] += np.exp(log_cdf0[block0])  # the mass below the grid, moved up to its lowest point
-    pess_inf = np.exp(log_sf_last[last_block])  # the mass above the grid -> +inf
-    if optimistic:
-        opt[np.arange(sig.size), cells] += pess_inf  # rounded down to the top point
-    else:
-        opt = np.zeros((sig.size, 0))
-    return pess.reshape(shape + (width,)), pess_inf.reshape(shape), opt.reshape(shape + opt.shape[-1:]), np.zeros(shape)
+    off = (np.arange(int(nb.sum())) - block0[item]) * b
+    pess_b, opt_b, log_below, log_above = _in_chunks_device(
+        _blocks_batch, (sig[item], qq[item], lo[item] + off, off, cells[item]), chunk_budget().blocks_per_call,
+        kind=kind, step=step)
+    pess, pess_inf, opt = _assemble_rows(pess_b, opt_b, log_below, log_above, block0, block0 + nb - 1, cells,
+                                         width=int(width), optimistic=bool(optimistic))
+    if not optimistic:
+        opt = jnp.zeros((sig.size, 0))
+    return (pess.reshape(shape + (width,)), pess_inf.reshape(shape), opt.reshape(shape + opt.shape[-1:]),
+            jnp.zeros(shape))
 
 
 @functools.partial(jax.jit, static_argnames=("k_top", "length", "step", "base"))
@@ -256,20 +264,22 @@ def _symmetrised_batch(sigma, q, k_top, length, step, base):
     return jax.vmap(jax.vmap(fn))(sigma, q)
 
 
-def _in_chunks(fn, arrays, chunk, **static):
+def _in_chunks_device(fn, arrays, chunk, **static):
     """Apply a jitted ``fn`` to fixed-size chunks of the leading axis (the last one padded by
-    repetition, so every call has the same shapes: one compilation per shape, not per batch)."""
+    repetition, so every call has the same shapes: one compilation per shape, not per batch);
+    the results stay on the device, joined along that axis. Nothing waits for the device: an
+    accelerator's queue stays full."""
     total = arrays[0].shape[0]
     chunk = _fit_chunk(chunk, total)
     pending = []
     for c0 in range(0, total, chunk):
         part = np.arange(c0, min(c0 + chunk, total))
         pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
-        pending.append((part.size, fn(*(a[pad] for a in arrays), **static)))
-    # every chunk is dispatched before the first result is read: an accelerator's queue stays
-    # full instead of draining at each chunk's copy back to the host
-    outs = [jax.tree_util.tree_map(lambda x: np.asarray(x)[:size], res) for size, res in pending]
-    return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *outs)
+        pending.append(fn(*(a[pad] for a in arrays), **static))
+    if len(pending) == 1:
+        return jax.tree_util.tree_map(lambda x: x[:total], pending[0])
+    # only the last chunk is padded, at its end: the first ``total`` rows are the results
+    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=0)[:total], *pending)
 
 
 def _chunk_for(length):
@@ -294,15 +304,26 @@ def _chernoff_batch_step(pmf, k_lo, steps, step):
     return jax.vmap(lambda p, k, t: _pld.chernoff_log_mgf(p, k, t, step))(pmf, k_lo, steps)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "step", "keep", "nbits"))
-def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic, delta, n, step, keep, nbits):
+@functools.partial(jax.jit, static_argnames=("n",))
+def _rows_at_length(pmf, rows, take, n):
+    """pmf[rows] cut or zero-padded to ``n`` points (beyond a PMF's real length it is 0), zero
+    where not ``take``: the rows of one group in a composition chunk, with fixed shapes (the
+    rows are padded to the chunk size), so nothing compiles per batch."""
+    x = pmf[rows]
+    w = x.shape[-1]
+    x = x[..., :n] if w >= n else jnp.pad(x, ((0, 0), (0, 0), (0, n - w)))
+    return jnp.where(take[:, None, None], x, 0.0)
+
+
+@functools.partial(jax.jit, static_argnames=("n", "step", "keep", "nbits", "parallel"))
+def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic, delta, n, step, keep, nbits, parallel):
     # nbits: the bit length of the largest step count (static: the squarings are unrolled and fused)
 
     def one(p, i, lo, t, hi, st, lam, lp, ln, pess):
         out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln, nbits)
         # optimistic: delta minus (tau_lo + R) is below the truth (see pld.remove_from_top)
         inf_eff = jnp.where(pess, _pld.pessimistic_infinity(inf_out, tau_up, roundoff), inf_out - tau_lo - roundoff)
-        eps = jnp.zeros(()) if keep else _pld.epsilon_blocked(out, st, inf_eff, step, delta)
+        eps = jnp.zeros(()) if keep else _pld.epsilon_blocked(out, st, inf_eff, step, delta, parallel)
         return (out if keep else None), inf_out, tau_up, tau_lo, roundoff, eps
 
     return jax.vmap(one)(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic)
@@ -383,7 +404,7 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
     for s_i in range(len(sets_by_group[0])):
         parts = [sets[s_i] for sets in sets_by_group]
         pessimistic = parts[0][4]
-        res = _compose_set([p[0] for p in parts], *(np.concatenate([p[j] for p in parts]) for j in (1, 2, 3)),
+        res = _compose_set([p[0] for p in parts], [p[1] for p in parts], *(np.concatenate([p[j] for p in parts]) for j in (2, 3)),
                            plan.steps[idx], step, tail, pessimistic, deltas, keep, max_grid)
         if pessimistic:
             for j, i in enumerate(idx):
@@ -425,9 +446,9 @@ def _discretise_group(plan, idx, length, step, optimistic=True):
         k_top = int(np.max(plan.k_hi[idx]))
         base = plan.kind.split("_", 1)[1]
         disc_len = max(length, 2 * k_top + 1)
-        pess, pess_inf, (opt_r, opt_a) = _in_chunks(_symmetrised_batch, (sigma, q), _chunk_for(disc_len * sigma.shape[1]),
+        pess, pess_inf, (opt_r, opt_a) = _in_chunks_device(_symmetrised_batch, (sigma, q), _chunk_for(disc_len * sigma.shape[1]),
                                                     k_top=k_top, length=disc_len, step=step, base=base)
-        zeros = np.zeros(sigma.shape)
+        zeros = jnp.zeros(sigma.shape)
         k_opt = np.full(sigma.shape, k_top - disc_len + 1, np.int64)
         top = np.full(sigma.shape, k_top, np.int64)
         sets = [(pess, pess_inf, np.full(sigma.shape, -k_top, np.int64), top, True),
@@ -440,16 +461,22 @@ def _discretise_group(plan, idx, length, step, optimistic=True):
 
 
 def _compose_set(pmfs, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, keep, max_grid):
-    """Compose every configuration of one set of stage PMFs, given as groups ``pmfs`` (arrays
-    (B_g, S, W_g); the configurations are the groups' rows in order): Chernoff window, then FFT
-    in chunks of configurations sharing an FFT length. ``inf``, ``k_lo``, ``k_hi`` (B, S): mass
-    at +inf, grid index of each PMF's first point and of its last one that may carry mass."""
-    nconf = inf.shape[0]
+    """Compose every configuration of one set of stage PMFs, given as groups ``pmfs`` (device
+    arrays (B_g, S, W_g); the configurations are the groups' rows in order): Chernoff window,
+    then FFT in chunks of configurations sharing an FFT length. ``inf`` (a list of (B_g, S)
+    device arrays): mass at +inf; ``k_lo``, ``k_hi`` (B, S): grid index of each PMF's first
+    point and of its last one that may carry mass.
+
+    The host waits for the device twice: for the Chernoff data (the windows set the FFT
+    lengths, hence the compiled shapes), and for the answers once every chunk is dispatched."""
+    nconf = k_lo.shape[0]
     stepsf = steps.astype(np.float64)
     bounds = np.cumsum([0] + [p.shape[0] for p in pmfs])
-    lambdas, lm_pos, lm_neg = (np.concatenate(x) for x in zip(*(
-        _in_chunks(_chernoff_batch_step, (p, k_lo[b0:b1], stepsf[b0:b1]), _chunk_for(p.shape[-1] * p.shape[1]), step=step)
-        for p, b0, b1 in zip(pmfs, bounds[:-1], bounds[1:]))))
+    chernoff = [_in_chunks_device(_chernoff_batch_step, (p, k_lo[b0:b1], stepsf[b0:b1]), _chunk_for(p.shape[-1] * p.shape[1]), step=step)
+                for p, b0, b1 in zip(pmfs, bounds[:-1], bounds[1:])]
+    chernoff, inf = jax.device_get((chernoff, list(inf)))
+    lambdas, lm_pos, lm_neg = (np.concatenate(x) for x in zip(*chernoff))
+    inf = np.concatenate(inf)
     group_of = np.repeat(np.arange(len(pmfs)), np.diff(bounds))
     row_of = np.arange(nconf) - bounds[group_of]
     offset = np.sum(steps * k_lo, axis=-1)
@@ -461,53 +488,47 @@ def _compose_set(pmfs, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, 
         raise ValueError(
             f"value_discretization_interval={step:g} is too fine for this accounting: the composed PLD needs an FFT of "
             f"{int(n_conf[bad])} > {max_grid} points (steps={steps[bad].tolist()}); use a coarser interval or fewer steps")
-    res = {"eps": [None] * nconf, "n": n_conf, "tau_up": np.zeros(nconf), "roundoff": np.zeros(nconf), "pld": [None] * nconf}
     deltas = np.asarray(deltas, dtype=np.float64)
     # squarings of the binary powering: the bit length of the largest step count, rounded up to
     # a multiple of 4 (fewer compiled programs; the surplus squarings leave the powers unchanged)
     nbits = int(-(-max(1, int(np.max(steps)).bit_length()) // 4) * 4)
+    budget = chunk_budget()
+    pending = []  # (configurations, outputs per delta): everything is dispatched before any is read
     for n in np.unique(n_conf):
         sel = np.flatnonzero(n_conf == n)
         n = int(n)
-        budget = chunk_budget()
         chunk = _fit_chunk(int(max(2, min(budget.max_configurations, budget.compose_elements // n))), sel.size)
-        # the stage PMFs cut or zero-padded to the FFT length (beyond real_len they are 0): the
-        # compiled composition depends on n alone. One buffer per n, refilled for each chunk (the
-        # previous chunk's results are read back before: the computation is over)
-        buf = np.zeros((chunk, inf.shape[1], n))
-        used = np.zeros(chunk, np.int64)
         for c0 in range(0, sel.size, chunk):
             part = sel[c0 : c0 + chunk]
             pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
-            for j, c in enumerate(pad):
-                src = pmfs[group_of[c]]
-                w = min(src.shape[-1], n)
-                buf[j, :, :w] = src[row_of[c], :, :w]
-                buf[j, :, w : used[j]] = 0.0
-                used[j] = w
-            pmf_n = buf
-            eps_cols = []
-            for d_i, d in enumerate(deltas):
-                outs = _compose_batch(
-                    pmf_n, inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
-                    np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0, nbits=nbits)
-                p_out, inf_out, tau_up, tau_lo, roundoff, eps = [None if o is None else np.asarray(o) for o in outs]
-                eps_cols.append(eps)
-                if d_i == 0:
-                    first = (p_out, inf_out, tau_up, tau_lo, roundoff)
-            p_out, inf_out, tau_up, tau_lo, roundoff = first
-            for j, i in enumerate(part):
-                if tau_up[j] > tail * 1.0001 or tau_lo[j] > tail * 1.0001:  # the window from _window guarantees this
-                    raise AssertionError(f"Chernoff window too small: tau_up={tau_up[j]:.3g}, tau_lo={tau_lo[j]:.3g}")
-                res["eps"][i] = np.array([e[j] for e in eps_cols])
-                res["tau_up"][i] = tau_up[j]
-                res["roundoff"][i] = roundoff[j]
-                if keep:
-                    if pessimistic:
-                        kept = (p_out[j], _pld.pessimistic_infinity(inf_out[j], tau_up[j], roundoff[j]))
-                    else:
-                        kept = (_pld.remove_from_top(p_out[j], tau_lo[j] + roundoff[j]), inf_out[j])
-                    res["pld"][i] = _trim(kept[0], start[i], np.asarray(kept[1]), tail, pessimistic)
+            # the stage PMFs of the chunk, gathered on the device from their groups
+            pmf_n = None
+            for g in np.unique(group_of[pad]):
+                take = group_of[pad] == g
+                rows = np.where(take, row_of[pad], row_of[pad][take][0])
+                x = _rows_at_length(pmfs[g], rows, take, n=n)
+                pmf_n = x if pmf_n is None else pmf_n + x
+            outs = [_compose_batch(
+                pmf_n, inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
+                np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0, nbits=nbits,
+                parallel=budget.parallel_scans) for d_i, d in enumerate(deltas)]
+            pending.append((part, outs))
+    pending = jax.device_get(pending)
+    res = {"eps": [None] * nconf, "n": n_conf, "tau_up": np.zeros(nconf), "roundoff": np.zeros(nconf), "pld": [None] * nconf}
+    for part, outs in pending:
+        p_out, inf_out, tau_up, tau_lo, roundoff, _ = outs[0]
+        for j, i in enumerate(part):
+            if tau_up[j] > tail * 1.0001 or tau_lo[j] > tail * 1.0001:  # the window from _window guarantees this
+                raise AssertionError(f"Chernoff window too small: tau_up={tau_up[j]:.3g}, tau_lo={tau_lo[j]:.3g}")
+            res["eps"][i] = np.array([o[5][j] for o in outs])
+            res["tau_up"][i] = tau_up[j]
+            res["roundoff"][i] = roundoff[j]
+            if keep:
+                if pessimistic:
+                    kept = (p_out[j], _pld.pessimistic_infinity(inf_out[j], tau_up[j], roundoff[j]))
+                else:
+                    kept = (_pld.remove_from_top(p_out[j], tau_lo[j] + roundoff[j]), inf_out[j])
+                res["pld"][i] = _trim(kept[0], start[i], np.asarray(kept[1]), tail, pessimistic)
     return res
 
 # --- public API -----------------------------------------------------------------------------------

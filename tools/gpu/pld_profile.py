@@ -22,7 +22,7 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
-from dpjax.accountants import pld_epsilons  # noqa: E402
+from dpjax.accountants import pld_accountant, pld_epsilons  # noqa: E402
 from dpjax.bench.accountant import sample_pld_configs  # noqa: E402
 
 
@@ -33,8 +33,20 @@ def main(argv=None) -> int:
     parser.add_argument("--delta", type=float, default=1e-5)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sequential-scans", action="store_true", help="the eps query's sequential suffix scans (the CPU's choice) on any backend, to time them against the parallel ones")
+    parser.add_argument("--save", default=None, help="write the 1000 eps (pessimistic) to this .npy file, to compare machines")
+    parser.add_argument("--budget", choices=("auto", "cpu", "accelerator"), default="auto",
+                        help="chunk budget: the backend's (auto), or force one (the host work of the accelerator's on a CPU)")
     args = parser.parse_args(argv)
 
+    if args.budget != "auto":
+        budget = pld_accountant.CPU_BUDGET if args.budget == "cpu" else pld_accountant.ACCELERATOR_BUDGET
+        pld_accountant.chunk_budget = lambda: budget
+    if args.sequential_scans:
+        import dataclasses
+
+        chosen = pld_accountant.chunk_budget()
+        pld_accountant.chunk_budget = lambda: dataclasses.replace(chosen, parallel_scans=False)
     q, sigma, steps = sample_pld_configs(args.configs, args.seed)
     call = lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=args.interval, optimistic=False)
     t0 = time.perf_counter()
@@ -58,8 +70,10 @@ def main(argv=None) -> int:
         if name in ("<built-in method numpy.asarray>", "<built-in method numpy.array>", "__array__", "_value"):
             wait += tottime
             conversions += ncalls
+    if args.save:
+        np.save(args.save, np.asarray(eps))
     print(json.dumps({
-        "backend": jax.default_backend(), "device": str(jax.devices()[0]), "configs": args.configs, "interval": args.interval,
+        "backend": jax.default_backend(), "budget": args.budget, "parallel_scans": pld_accountant.chunk_budget().parallel_scans, "device": str(jax.devices()[0]), "configs": args.configs, "interval": args.interval,
         "first_call_s": first, "warm_s": warm, "profiled_s": profiled, "wait_in_conversions_s": wait, "host_s": profiled - wait,
         "conversions": conversions, "median_eps": float(np.median(eps)),
     }))
