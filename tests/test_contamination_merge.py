@@ -72,6 +72,16 @@ def test_different_K_is_recorded_per_n_and_dims_are_united():
     assert "d10_contaminated" not in merged["rate_fit"] or merged["rate_fit"]["d10_contaminated"] is None
 
 
+def test_headline_and_figure_name_each_n_with_its_own_K():
+    from dpjax.experiments import contamination_logistic
+
+    a = fake_run("logistic", [1000, 3000], K=40)
+    b = fake_run("logistic", [10000], K=20)
+    merged = common.merge_results("logistic", [("a", a), ("b", b)], FIT_ARGS)
+    notes = [r["note"] for r in contamination_logistic.headline(merged) if "without / with" in r["quantity"]]
+    assert [note.endswith(f"(K = {k})") for note, k in zip(notes, [40, 40, 20])] == [True] * 3
+
+
 @pytest.mark.parametrize("change,message", [
     (dict(particles=2000), "'particles'"),
     (dict(seed=3), "'seed'"),

@@ -61,8 +61,9 @@ class ChunkBudget:
 
 CPU_BUDGET = ChunkBudget(CHUNK_ELEMENTS, COMPOSE_CHUNK_ELEMENTS, BLOCKS_PER_CALL, 64)
 # 2^25 complex128 points = 512 MiB per array of a composition call; a few such arrays fit an
-# H100's 80 GB many times over. Not yet timed on a GPU (the CPU budget was: 12.2x dp_accounting
-# on an H100, BENCHMARKS.md), so these sizes are a first choice, not a measured optimum.
+# H100's 80 GB many times over. Measured on an H200: 1000 configurations in 0.23 s (220x
+# dp_accounting; BENCHMARKS.md), of which the associative scans saved 0.55 s; the sizes
+# themselves were not tuned (the device is no longer the limit there: Python dispatch is).
 ACCELERATOR_BUDGET = ChunkBudget(2**25, 2**25, 4096, 1024, parallel_scans=True)
 
 
@@ -212,7 +213,6 @@ def _assemble_rows(pess_b, opt_b, log_below, log_above, block0, last_block, cell
     """Each item's PMF (on the device): its blocks are consecutive and tile its grid, so its
     row is one contiguous slice of the blocks laid end to end, cut at its own length (what
     follows belongs to the next item)."""
-    b = pess_b.shape[-1]
     flat_p = jnp.concatenate([pess_b.reshape(-1), jnp.zeros(width)])
     flat_o = jnp.concatenate([opt_b.reshape(-1), jnp.zeros(width)]) if optimistic else None
     j = jnp.arange(width)
@@ -227,7 +227,6 @@ def _assemble_rows(pess_b, opt_b, log_below, log_above, block0, last_block, cell
         o = o + jnp.where(j == c, jnp.exp(hi_mass), 0.0)  # the mass above the grid, rounded down to its top point
         return p, jnp.exp(hi_mass), o
 
-    del b
     return jax.vmap(row)(block0 * pess_b.shape[-1], cells, log_below[block0], log_above[last_block])
 
 
@@ -467,8 +466,9 @@ def _compose_set(pmfs, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, 
     device arrays): mass at +inf; ``k_lo``, ``k_hi`` (B, S): grid index of each PMF's first
     point and of its last one that may carry mass.
 
-    The host waits for the device twice: for the Chernoff data (the windows set the FFT
-    lengths, hence the compiled shapes), and for the answers once every chunk is dispatched."""
+    For eps alone the host waits for the device twice: for the Chernoff data (the windows set
+    the FFT lengths, hence the compiled shapes), and for the answers once every chunk is
+    dispatched."""
     nconf = k_lo.shape[0]
     stepsf = steps.astype(np.float64)
     bounds = np.cumsum([0] + [p.shape[0] for p in pmfs])
@@ -493,7 +493,27 @@ def _compose_set(pmfs, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, 
     # a multiple of 4 (fewer compiled programs; the surplus squarings leave the powers unchanged)
     nbits = int(-(-max(1, int(np.max(steps)).bit_length()) // 4) * 4)
     budget = chunk_budget()
-    pending = []  # (configurations, outputs per delta): everything is dispatched before any is read
+    res = {"eps": [None] * nconf, "n": n_conf, "tau_up": np.zeros(nconf), "roundoff": np.zeros(nconf), "pld": [None] * nconf}
+
+    def collect(part, outs):
+        p_out, inf_out, tau_up, tau_lo, roundoff, _ = outs[0]
+        for j, i in enumerate(part):
+            if tau_up[j] > tail * 1.0001 or tau_lo[j] > tail * 1.0001:  # the window from _window guarantees this
+                raise AssertionError(f"Chernoff window too small: tau_up={tau_up[j]:.3g}, tau_lo={tau_lo[j]:.3g}")
+            res["eps"][i] = np.array([o[5][j] for o in outs])
+            res["tau_up"][i] = tau_up[j]
+            res["roundoff"][i] = roundoff[j]
+            if keep:
+                if pessimistic:
+                    kept = (p_out[j], _pld.pessimistic_infinity(inf_out[j], tau_up[j], roundoff[j]))
+                else:
+                    kept = (_pld.remove_from_top(p_out[j], tau_lo[j] + roundoff[j]), inf_out[j])
+                res["pld"][i] = _trim(kept[0], start[i], np.asarray(kept[1]), tail, pessimistic)
+
+    # eps alone: every chunk is dispatched before any answer is read (the device's queue stays
+    # full); kept PLDs: each chunk is read and trimmed at once (its untrimmed window is n points
+    # per configuration, too large to hold for a whole batch)
+    pending = []
     for n in np.unique(n_conf):
         sel = np.flatnonzero(n_conf == n)
         n = int(n)
@@ -512,23 +532,12 @@ def _compose_set(pmfs, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, 
                 pmf_n, inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
                 np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0, nbits=nbits,
                 parallel=budget.parallel_scans) for d_i, d in enumerate(deltas)]
-            pending.append((part, outs))
-    pending = jax.device_get(pending)
-    res = {"eps": [None] * nconf, "n": n_conf, "tau_up": np.zeros(nconf), "roundoff": np.zeros(nconf), "pld": [None] * nconf}
-    for part, outs in pending:
-        p_out, inf_out, tau_up, tau_lo, roundoff, _ = outs[0]
-        for j, i in enumerate(part):
-            if tau_up[j] > tail * 1.0001 or tau_lo[j] > tail * 1.0001:  # the window from _window guarantees this
-                raise AssertionError(f"Chernoff window too small: tau_up={tau_up[j]:.3g}, tau_lo={tau_lo[j]:.3g}")
-            res["eps"][i] = np.array([o[5][j] for o in outs])
-            res["tau_up"][i] = tau_up[j]
-            res["roundoff"][i] = roundoff[j]
             if keep:
-                if pessimistic:
-                    kept = (p_out[j], _pld.pessimistic_infinity(inf_out[j], tau_up[j], roundoff[j]))
-                else:
-                    kept = (_pld.remove_from_top(p_out[j], tau_lo[j] + roundoff[j]), inf_out[j])
-                res["pld"][i] = _trim(kept[0], start[i], np.asarray(kept[1]), tail, pessimistic)
+                collect(part, jax.device_get(outs))
+            else:
+                pending.append((part, outs))
+    for part, outs in jax.device_get(pending):
+        collect(part, outs)
     return res
 
 # --- public API -----------------------------------------------------------------------------------

@@ -427,7 +427,8 @@ def draw_panel(ax, results, d, title) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("n")
     ax.set_ylabel(r"$\hat\epsilon_n$  ($\delta_n = 1/(10n)$)")
-    ax.set_title(f"{title}, d = {d}, K = {res['settings']['K']}", fontsize=9)
+    ks = sorted(set(res["settings"].get("K_by_n", [res["settings"]["K"]])))
+    ax.set_title(f"{title}, d = {d}, K = {'/'.join(map(str, ks))}", fontsize=9)
     ax.legend(fontsize=7)
 
 

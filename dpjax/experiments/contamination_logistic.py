@@ -223,10 +223,12 @@ def headline(results: dict) -> list:
         for d in results["dims"]:
             rows.extend(headline(results["by_dim"][str(d)]))
         return rows + [r for r in common.headline(results, "logistic") if "decay" in r["quantity"] or "extrapolated" in r["quantity"]]
+    settings = results["settings"]
+    k_by_n = settings.get("K_by_n", [settings["K"]] * len(results["n"]))  # merged runs may differ in K per n
     return [
-        dict(quantity=f"logistic d = {results['settings']['dim']}, n = {n:,}: eps_hat without / with contamination",
+        dict(quantity=f"logistic d = {settings['dim']}, n = {n:,}: eps_hat without / with contamination",
              paper="~4" if i == 0 else None, dpjax=ratio,
-             note=f"eps_hat {u:.3g} without, {c:.3g} with (K = {results['settings']['K']})")
-        for i, (n, ratio, u, c) in enumerate(zip(results["n"], results["ratio_uncontaminated_over_contaminated"],
-                                                  results["epsilon_hat_uncontaminated"], results["epsilon_hat_contaminated"]))
+             note=f"eps_hat {u:.3g} without, {c:.3g} with (K = {k})")
+        for i, (n, ratio, u, c, k) in enumerate(zip(results["n"], results["ratio_uncontaminated_over_contaminated"],
+                                                     results["epsilon_hat_uncontaminated"], results["epsilon_hat_contaminated"], k_by_n))
     ]
