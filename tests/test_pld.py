@@ -334,3 +334,18 @@ def test_chunk_budget_changes_no_number(monkeypatch):
         np.testing.assert_array_equal(runs["cpu"][side], runs["accelerator-sequential"][side])
         np.testing.assert_allclose(runs["tiny"][side], runs["cpu"][side], rtol=1e-9, atol=0)
         np.testing.assert_allclose(runs["accelerator"][side], runs["cpu"][side], rtol=1e-9, atol=0)
+
+
+def test_new_values_of_the_same_shape_compile_nothing_new():
+    """The device arrays of the accountant have shapes that depend on the batch only through
+    buckets: two batches whose grids differ by a few blocks (37 against 36 blocks of one
+    direction here) reuse every compiled discretisation and assembly."""
+    from dpjax.accountants import pld_accountant
+
+    q, steps = np.full(4, 0.01), np.full(4, 50)
+    compiled = (pld_accountant._blocks_batch, pld_accountant._assemble_rows)
+    pld_accountant.pld_epsilons(np.array([1.0, 1.1, 1.2, 1.3]), q, steps, 1e-5, value_discretization_interval=2e-4)
+    before = [f._cache_size() for f in compiled]
+    eps, _ = pld_accountant.pld_epsilons(np.array([1.0, 1.1, 1.2, 1.3]) * 1.01, q, steps, 1e-5, value_discretization_interval=2e-4)
+    assert [f._cache_size() for f in compiled] == before
+    assert np.all(np.isfinite(eps))

@@ -236,9 +236,10 @@ def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
     """One step's pessimistic and optimistic PMFs for every (configuration, stage) item of the
     (B, S) arrays, each on its own grid k_lo..k_hi (work proportional to its length, by blocks:
     :func:`dpjax.accountants.pld._discretise_block`), returned zero-padded to ``width`` points,
-    as device arrays (nothing is copied to the host): (pess (B, S, width), pess_inf (B, S),
-    opt (B, S, width), opt_inf (B, S) = 0); opt has width 0 unless ``optimistic``."""
-    shape = np.shape(sigma)
+    as device arrays (nothing is copied to the host): (pess (B', S, width), pess_inf (B', S),
+    opt (B', S, width), opt_inf (B', S) = 0), B' >= B the power of two above B (rows beyond B
+    repeat the last); opt has width 0 unless ``optimistic``."""
+    nconf, stages = np.shape(sigma)
     sig, qq, lo, hi = (np.asarray(a).reshape(-1) for a in (sigma, q, k_lo, k_hi))
     b = _pld.DISCRETISE_BLOCK
     cells = (hi - lo).astype(np.int64)  # points - 1 (>= 1)
@@ -249,12 +250,17 @@ def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
     pess_b, opt_b, log_below, log_above = _in_chunks_device(
         _blocks_batch, (sig[item], qq[item], lo[item] + off, off, cells[item]), chunk_budget().blocks_per_call,
         kind=kind, step=step)
-    pess, pess_inf, opt = _assemble_rows(pess_b, opt_b, log_below, log_above, block0, block0 + nb - 1, cells,
+    # rows for a power of two of configurations (the last item repeated): the row arrays' shapes
+    # depend on the batch size's bucket alone
+    rows = _next_pow2(nconf) * stages
+    keep = np.minimum(np.arange(rows), sig.size - 1)
+    pess, pess_inf, opt = _assemble_rows(pess_b, opt_b, log_below, log_above, block0[keep], (block0 + nb - 1)[keep], cells[keep],
                                          width=int(width), optimistic=bool(optimistic))
+    padded = (rows // stages, stages)
     if not optimistic:
-        opt = jnp.zeros((sig.size, 0))
-    return (pess.reshape(shape + (width,)), pess_inf.reshape(shape), opt.reshape(shape + opt.shape[-1:]),
-            jnp.zeros(shape))
+        opt = jnp.zeros((rows, 0))
+    return (pess.reshape(padded + (width,)), pess_inf.reshape(padded), opt.reshape(padded + opt.shape[-1:]),
+            jnp.zeros(padded))
 
 
 @functools.partial(jax.jit, static_argnames=("k_top", "length", "step", "base"))
@@ -263,12 +269,16 @@ def _symmetrised_batch(sigma, q, k_top, length, step, base):
     return jax.vmap(jax.vmap(fn))(sigma, q)
 
 
-def _in_chunks_device(fn, arrays, chunk, **static):
-    """Apply a jitted ``fn`` to fixed-size chunks of the leading axis (the last one padded by
-    repetition, so every call has the same shapes: one compilation per shape, not per batch);
-    the results stay on the device, joined along that axis. Nothing waits for the device: an
-    accelerator's queue stays full."""
-    total = arrays[0].shape[0]
+def _in_chunks_device(fn, arrays, chunk, total=None, **static):
+    """Apply a jitted ``fn`` to fixed-size chunks of the first ``total`` rows (default: all) of
+    the arrays (the last chunk padded by repetition, so every call has the same shapes: one
+    compilation per shape, not per batch); the results stay on the device, joined along that
+    axis. Nothing waits for the device: an accelerator's queue stays full.
+
+    The joined results have :func:`_bucket_rows` rows, at least ``total``: the rows beyond are
+    padding (zeros or repeats). Their number depends on the batch only through a few buckets,
+    so the device arrays built from them never compile anew when only the values change."""
+    total = arrays[0].shape[0] if total is None else int(total)
     chunk = _fit_chunk(chunk, total)
     pending = []
     for c0 in range(0, total, chunk):
@@ -276,9 +286,18 @@ def _in_chunks_device(fn, arrays, chunk, **static):
         pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
         pending.append(fn(*(a[pad] for a in arrays), **static))
     if len(pending) == 1:
-        return jax.tree_util.tree_map(lambda x: x[:total], pending[0])
-    # only the last chunk is padded, at its end: the first ``total`` rows are the results
-    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=0)[:total], *pending)
+        return pending[0]
+    fill = _bucket_count(len(pending)) - len(pending)
+    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(list(xs) + [jnp.zeros_like(xs[0])] * fill, axis=0), *pending)
+
+
+def _bucket_count(k: int) -> int:
+    """k rounded up to one of four values per octave (4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...):
+    at most 25% padding, a few shapes per octave."""
+    if k <= 4:
+        return k
+    unit = 1 << (k.bit_length() - 3)
+    return -(-k // unit) * unit
 
 
 def _chunk_for(length):
@@ -403,7 +422,8 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
     for s_i in range(len(sets_by_group[0])):
         parts = [sets[s_i] for sets in sets_by_group]
         pessimistic = parts[0][4]
-        res = _compose_set([p[0] for p in parts], [p[1] for p in parts], *(np.concatenate([p[j] for p in parts]) for j in (2, 3)),
+        res = _compose_set([p[0] for p in parts], [g.size for g in groups], [p[1] for p in parts],
+                           *(np.concatenate([p[j] for p in parts]) for j in (2, 3)),
                            plan.steps[idx], step, tail, pessimistic, deltas, keep, max_grid)
         if pessimistic:
             for j, i in enumerate(idx):
@@ -447,7 +467,7 @@ def _discretise_group(plan, idx, length, step, optimistic=True):
         disc_len = max(length, 2 * k_top + 1)
         pess, pess_inf, (opt_r, opt_a) = _in_chunks_device(_symmetrised_batch, (sigma, q), _chunk_for(disc_len * sigma.shape[1]),
                                                     k_top=k_top, length=disc_len, step=step, base=base)
-        zeros = jnp.zeros(sigma.shape)
+        zeros = np.zeros(sigma.shape)
         k_opt = np.full(sigma.shape, k_top - disc_len + 1, np.int64)
         top = np.full(sigma.shape, k_top, np.int64)
         sets = [(pess, pess_inf, np.full(sigma.shape, -k_top, np.int64), top, True),
@@ -459,24 +479,26 @@ def _discretise_group(plan, idx, length, step, optimistic=True):
     return sets if optimistic else [st for st in sets if st[4]]
 
 
-def _compose_set(pmfs, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, keep, max_grid):
+def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, keep, max_grid):
     """Compose every configuration of one set of stage PMFs, given as groups ``pmfs`` (device
     arrays (B_g, S, W_g); the configurations are the groups' rows in order): Chernoff window,
-    then FFT in chunks of configurations sharing an FFT length. ``inf`` (a list of (B_g, S)
-    device arrays): mass at +inf; ``k_lo``, ``k_hi`` (B, S): grid index of each PMF's first
-    point and of its last one that may carry mass.
+    then FFT in chunks of configurations sharing an FFT length; ``sizes``: the groups' numbers
+    of configurations B_g (their arrays may have more rows: padding). ``inf`` (a list of
+    (B_g, S) device arrays, likewise padded): mass at +inf; ``k_lo``, ``k_hi`` (B, S): grid
+    index of each PMF's first point and of its last one that may carry mass.
 
     For eps alone the host waits for the device twice: for the Chernoff data (the windows set
     the FFT lengths, hence the compiled shapes), and for the answers once every chunk is
     dispatched."""
     nconf = k_lo.shape[0]
     stepsf = steps.astype(np.float64)
-    bounds = np.cumsum([0] + [p.shape[0] for p in pmfs])
-    chernoff = [_in_chunks_device(_chernoff_batch_step, (p, k_lo[b0:b1], stepsf[b0:b1]), _chunk_for(p.shape[-1] * p.shape[1]), step=step)
+    bounds = np.cumsum([0] + list(sizes))
+    chernoff = [_in_chunks_device(_chernoff_batch_step, (p, k_lo[b0:b1], stepsf[b0:b1]), _chunk_for(p.shape[-1] * p.shape[1]),
+                                  total=b1 - b0, step=step)
                 for p, b0, b1 in zip(pmfs, bounds[:-1], bounds[1:])]
     chernoff, inf = jax.device_get((chernoff, list(inf)))
-    lambdas, lm_pos, lm_neg = (np.concatenate(x) for x in zip(*chernoff))
-    inf = np.concatenate(inf)
+    lambdas, lm_pos, lm_neg = (np.concatenate([c[j][:size] for c, size in zip(chernoff, sizes)]) for j in range(3))
+    inf = np.concatenate([x[:size] for x, size in zip(inf, sizes)])
     group_of = np.repeat(np.arange(len(pmfs)), np.diff(bounds))
     row_of = np.arange(nconf) - bounds[group_of]
     offset = np.sum(steps * k_lo, axis=-1)
