@@ -80,6 +80,16 @@ def test_headline_and_figure_name_each_n_with_its_own_K():
     merged = common.merge_results("logistic", [("a", a), ("b", b)], FIT_ARGS)
     notes = [r["note"] for r in contamination_logistic.headline(merged) if "without / with" in r["quantity"]]
     assert [note.endswith(f"(K = {k})") for note, k in zip(notes, [40, 40, 20])] == [True] * 3
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2)
+    contamination_logistic.draw_panel(left, merged["by_dim"]["5"])
+    common.draw_panel(right, merged, 5, "Logistic")
+    plt.close(fig)
+    assert left.get_title().endswith("K=20/40") and right.get_title().endswith("K = 20/40")
 
 
 @pytest.mark.parametrize("change,message", [

@@ -232,6 +232,18 @@ def _per_n_columns(res: dict) -> list[str]:
     return keys
 
 
+def datasets_per_n(res: dict) -> list:
+    """K at each n of one dimension's result: the run's K, or ``K_by_n`` where merged runs
+    differed."""
+    settings = res["settings"]
+    return list(settings.get("K_by_n", [settings["K"]] * len(res["n"])))
+
+
+def k_label(res: dict) -> str:
+    """K for a title: "1000", or "200/1000" when it differs between n."""
+    return "/".join(str(k) for k in sorted(set(datasets_per_n(res))))
+
+
 def merge_results(kind: str, parts: list[tuple[str, dict]], fit_args: argparse.Namespace) -> dict:
     """One result from several runs of the same experiment (``parts``: (name, result) pairs,
     each as written by ``dpjax reproduce``), per d the union of their n, sorted, and the rate
@@ -298,7 +310,7 @@ def merge_results(kind: str, parts: list[tuple[str, dict]], fit_args: argparse.N
             results[key] = {**found[0][1], "from": found[0][0]}
     results["total_seconds"] = sum(float(res.get("total_seconds", 0.0)) for _, res in parts)
     first_settings = parts[0][1]["settings"]
-    k_all = sorted({k for res in per_dim.values() for k in res["settings"].get("K_by_n", [res["settings"]["K"]])})
+    k_all = sorted({k for res in per_dim.values() for k in datasets_per_n(res)})
     results["settings"] = {**first_settings, "K": k_all[0] if len(k_all) == 1 else k_all,
                            "quick": any(res["settings"].get("quick", False) for _, res in parts),
                            "merged_from": [name for name, _ in parts]}
@@ -427,8 +439,7 @@ def draw_panel(ax, results, d, title) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("n")
     ax.set_ylabel(r"$\hat\epsilon_n$  ($\delta_n = 1/(10n)$)")
-    ks = sorted(set(res["settings"].get("K_by_n", [res["settings"]["K"]])))
-    ax.set_title(f"{title}, d = {d}, K = {'/'.join(map(str, ks))}", fontsize=9)
+    ax.set_title(f"{title}, d = {d}, K = {k_label(res)}", fontsize=9)
     ax.legend(fontsize=7)
 
 

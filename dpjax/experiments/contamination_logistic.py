@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from . import _contamination_regression as common
 from ._report import stage
 from .contamination_mean import _int_list
 
@@ -84,8 +85,6 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
 def run(args: argparse.Namespace, prefix: str = ""):
     """eps_hat with and without contamination: returns (results dict, matplotlib figure).
     One d (no ``--dims``): the single-d layout; several: ``by_dim`` and the rate fit."""
-    from . import _contamination_regression as common
-
     if not prefix and getattr(args, "merge", None):
         results = common.load_merge("logistic", args)
         return results, common.figure(results, "Logistic regression (paper 003, Fig. 2b)")
@@ -195,8 +194,7 @@ def draw_panel(ax, results) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("n")
     ax.set_ylabel(r"$\hat\epsilon_n$  ($\delta_n = 1/(10n)$)")
-    s = results["settings"]
-    ax.set_title(f"Logistic regression d={s['dim']} (paper 003, Fig. 2b), K={s['K']}", fontsize=9)
+    ax.set_title(f"Logistic regression d={results['settings']['dim']} (paper 003, Fig. 2b), K={common.k_label(results)}", fontsize=9)
     ax.legend(fontsize=8)
 
 
@@ -217,18 +215,16 @@ def headline(results: dict) -> list:
     """The with/without-contamination ratio per n beside the paper's "about four" (Figure 2b);
     with several d, per d, then the rate fit's rows."""
     if "by_dim" in results:
-        from . import _contamination_regression as common
-
         rows = []
         for d in results["dims"]:
             rows.extend(headline(results["by_dim"][str(d)]))
         return rows + [r for r in common.headline(results, "logistic") if "decay" in r["quantity"] or "extrapolated" in r["quantity"]]
     settings = results["settings"]
-    k_by_n = settings.get("K_by_n", [settings["K"]] * len(results["n"]))  # merged runs may differ in K per n
     return [
         dict(quantity=f"logistic d = {settings['dim']}, n = {n:,}: eps_hat without / with contamination",
              paper="~4" if i == 0 else None, dpjax=ratio,
              note=f"eps_hat {u:.3g} without, {c:.3g} with (K = {k})")
         for i, (n, ratio, u, c, k) in enumerate(zip(results["n"], results["ratio_uncontaminated_over_contaminated"],
-                                                     results["epsilon_hat_uncontaminated"], results["epsilon_hat_contaminated"], k_by_n))
+                                                     results["epsilon_hat_uncontaminated"], results["epsilon_hat_contaminated"],
+                                                     common.datasets_per_n(results)))
     ]
