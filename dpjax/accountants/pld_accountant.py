@@ -257,10 +257,8 @@ def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
     pess, pess_inf, opt = _assemble_rows(pess_b, opt_b, log_below, log_above, block0[keep], (block0 + nb - 1)[keep], cells[keep],
                                          width=int(width), optimistic=bool(optimistic))
     padded = (rows // stages, stages)
-    if not optimistic:
-        opt = jnp.zeros((rows, 0))
     return (pess.reshape(padded + (width,)), pess_inf.reshape(padded), opt.reshape(padded + opt.shape[-1:]),
-            jnp.zeros(padded))
+            np.zeros(padded))
 
 
 @functools.partial(jax.jit, static_argnames=("k_top", "length", "step", "base"))
@@ -275,8 +273,9 @@ def _in_chunks_device(fn, arrays, chunk, total=None, **static):
     compilation per shape, not per batch); the results stay on the device, joined along that
     axis. Nothing waits for the device: an accelerator's queue stays full.
 
-    The joined results have :func:`_bucket_rows` rows, at least ``total``: the rows beyond are
-    padding (zeros or repeats). Their number depends on the batch only through a few buckets,
+    The joined results have at least ``total`` rows: the chunks' count rounded up by
+    :func:`_bucket_count` (zero chunks appended) times the chunk size; the rows beyond ``total``
+    are padding (zeros or repeats). Their number depends on the batch only through a few buckets,
     so the device arrays built from them never compile anew when only the values change."""
     total = arrays[0].shape[0] if total is None else int(total)
     chunk = _fit_chunk(chunk, total)

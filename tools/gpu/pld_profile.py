@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sequential-scans", action="store_true", help="the eps query's sequential suffix scans (the CPU's choice) on any backend, to time them against the parallel ones")
-    parser.add_argument("--save", default=None, help="write the 1000 eps (pessimistic) to this .npy file, to compare machines")
+    parser.add_argument("--save", default=None, help="write the --configs pessimistic eps to this .npy file, to compare machines")
     parser.add_argument("--budget", choices=("auto", "cpu", "accelerator"), default="auto",
                         help="chunk budget: the backend's (auto), or force one (the host work of the accelerator's on a CPU)")
     args = parser.parse_args(argv)
@@ -65,17 +65,19 @@ def main(argv=None) -> int:
     stats = pstats.Stats(profiler)
     # the host waits for the device inside the conversions of jax arrays to numpy (jitted calls
     # are asynchronous; their C++ dispatch does not show in a Python profile)
-    wait, conversions = 0.0, 0
+    wait, conversions, copies = 0.0, 0, 0
     for (_, _, name), (_, ncalls, tottime, _, _) in stats.stats.items():
         if name in ("<built-in method numpy.asarray>", "<built-in method numpy.array>", "__array__", "_value"):
             wait += tottime
-            conversions += ncalls
+            conversions += ncalls  # numpy conversions of host data too
+        if name == "_value":  # a jax array's copy to the host
+            copies += ncalls
     if args.save:
         np.save(args.save, np.asarray(eps))
     print(json.dumps({
         "backend": jax.default_backend(), "budget": args.budget, "parallel_scans": pld_accountant.chunk_budget().parallel_scans, "device": str(jax.devices()[0]), "configs": args.configs, "interval": args.interval,
         "first_call_s": first, "warm_s": warm, "profiled_s": profiled, "wait_in_conversions_s": wait, "host_s": profiled - wait,
-        "conversions": conversions, "median_eps": float(np.median(eps)),
+        "conversions": conversions, "device_to_host_copies": copies, "median_eps": float(np.median(eps)),
     }))
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
