@@ -159,16 +159,18 @@ def _mode(mode: str) -> str:
     return mode
 
 
-def _strongly_convex_smooth(strong_convexity, smoothness, step_size, where: str):
-    """mu > 0, L >= mu (strong monotonicity + Cauchy–Schwarz force it, eq. 114), and
-    0 < gamma < 2 mu / L^2 (eq. 113: the contraction factor is then < 1)."""
+def _mu_l(strong_convexity, smoothness, where: str):
+    """mu > 0 and L >= mu (strong monotonicity + Cauchy–Schwarz force it, eq. 114)."""
     mu = _positive("strong_convexity", strong_convexity, where)
     L = _positive("smoothness", smoothness, where)
     if L < mu:
-        raise ValueError(
-            f"smoothness={_fmt(L)} violates smoothness >= strong_convexity = {_fmt(mu)} "
-            f"(L >= mu, eq. 114) required by {where}"
-        )
+        raise ValueError(f"smoothness={_fmt(L)} violates smoothness >= strong_convexity = {_fmt(mu)} (L >= mu, eq. 114) required by {where}")
+    return mu, L
+
+
+def _strongly_convex_smooth(strong_convexity, smoothness, step_size, where: str):
+    """:func:`_mu_l`, and 0 < gamma < 2 mu / L^2 (eq. 113: the contraction factor is then < 1)."""
+    mu, L = _mu_l(strong_convexity, smoothness, where)
     gamma = _positive("step_size", step_size, where)
     limit = _prod(2.0, mu / L, 1.0 / L)  # 2 mu / L^2 without overflowing L^2
     if not (gamma < limit and _contraction_gap(mu, L, gamma) > 0):
@@ -382,6 +384,27 @@ def prop46_last_value(
     return girsanov_curve(C, prov, orders)
 
 
+def _last_iterate_setting(where, grad_bound, strong_convexity, smoothness, step_size, batch_size=1, inverse_temperature=1.0):
+    """The checked (c, mu, L, gamma, beta, s) of the last-iterate theorems 5.2, 5.6 and 5.7:
+    c >= 0 (Assumptions 5.1, 5.5), mu > 0, L >= mu, 0 < gamma < 2 mu / L^2, s >= 1, beta > 0."""
+    mu, L, gamma = _strongly_convex_smooth(strong_convexity, smoothness, step_size, where)
+    c = _nonnegative("grad_bound", grad_bound, where)
+    s = _positive_int("batch_size", batch_size, where)
+    beta = _positive("inverse_temperature", inverse_temperature, where)
+    return c, mu, L, gamma, beta, s
+
+
+def _path_setting(where, grad_gap, step_size, num_steps, batch_size=1, inverse_temperature=1.0):
+    """The checked (c, gamma, n, s, beta) of the path theorems 5.4 and 5.8: a gradient gap
+    c >= 0 (eqs. 28, 36), gamma > 0, n >= 1, s >= 1, beta > 0."""
+    c = _nonnegative("grad_gap", grad_gap, where)
+    gamma = _positive("step_size", step_size, where)
+    n = _positive_int("num_steps", num_steps, where)
+    s = _positive_int("batch_size", batch_size, where)
+    beta = _positive("inverse_temperature", inverse_temperature, where)
+    return c, gamma, n, s, beta
+
+
 def _last_iterate_constant(c, mu, L, gamma, beta, s, mode):
     """beta (C_s (L+1) + c')^2 with C_s = 2c/(s D), c' = 2c/s (strict) or c/s (paper)."""
     D = _contraction_gap(mu, L, gamma)
@@ -413,18 +436,8 @@ def _windowed_last_iterate_constant(c, mu, L, gamma, beta, s, mode, window, hori
 def thm52_constant(grad_bound: float, strong_convexity: float, smoothness: float, step_size: float, mode: str = "paper") -> float:
     """Theorem 5.2 (ULA last iterate): paper C3 = c^2 (2(L+1)/(mu - gamma L^2/2) + 1)^2;
     strict (2c(L+1)/(mu - gamma L^2/2) + 2c)^2."""
-    where = "Theorem 5.2"
-    mu, L, gamma = _strongly_convex_smooth(strong_convexity, smoothness, step_size, where)
-    c = _nonnegative("grad_bound", grad_bound, where)
-    return _last_iterate_constant(c, mu, L, gamma, 1.0, 1, _mode(mode))
-
-
-def _mu_l(strong_convexity, smoothness, where):
-    mu = _positive("strong_convexity", strong_convexity, where)
-    L = _positive("smoothness", smoothness, where)
-    if L < mu:
-        raise ValueError(f"smoothness={_fmt(L)} violates smoothness >= strong_convexity = {_fmt(mu)} (L >= mu, eq. 114) required by {where}")
-    return mu, L
+    setting = _last_iterate_setting("Theorem 5.2", grad_bound, strong_convexity, smoothness, step_size)
+    return _last_iterate_constant(*setting, _mode(mode))
 
 
 def thm52_limit_constant(grad_bound: float, strong_convexity: float, smoothness: float, mode: str = "paper") -> float:
@@ -471,6 +484,15 @@ def _window_horizon(num_steps, step_size, where):
     return _positive_int("num_steps", num_steps, where) * float(step_size)
 
 
+def _with_window(result, where, window, num_steps, grad_bound, strong_convexity, smoothness, step_size, inverse_temperature, batch_size, mode):
+    """A last-iterate theorem's constant with Prop 4.6's steering window in place of the unit
+    window (dpjax extension), capped at the horizon n gamma; and the result's name saying so."""
+    horizon = _window_horizon(num_steps, step_size, where)
+    C = _windowed_last_iterate_constant(float(grad_bound), float(strong_convexity), float(smoothness), float(step_size),
+                                        float(inverse_temperature), int(batch_size), mode, window, horizon)
+    return C, result + " with the steering window of Prop 4.6 optimised (dpjax extension, not in the paper)"
+
+
 @_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number", num_steps="int?", orders="array?")
 def thm52_ula_last_iterate(
     grad_bound: float,
@@ -500,21 +522,14 @@ def thm52_ula_last_iterate(
     )
     result = "paper 001 Theorem 5.2"
     if window is not None:
-        horizon = _window_horizon(num_steps, step_size, where)
-        C = _windowed_last_iterate_constant(
-            float(grad_bound), float(strong_convexity), float(smoothness), float(step_size), 1.0, 1, mode, window, horizon
-        )
-        result += " with the steering window of Prop 4.6 optimised (dpjax extension, not in the paper)"
+        C, result = _with_window(result, where, window, num_steps, grad_bound, strong_convexity, smoothness, step_size, 1.0, 1, mode)
     return girsanov_curve(C, Provenance(result, mode, assumptions, "last iterate"), orders)
 
 
 @_validate.arguments(grad_gap="number", step_size="number", num_steps="int")
 def thm54_constant(grad_gap: float, step_size: float, num_steps: int) -> float:
     """Theorem 5.4 (ULA path): C5(n) = n gamma c^2, c >= |grad U_D(x) - grad U_D'(x)| (eq. 28)."""
-    where = "Theorem 5.4"
-    c = _nonnegative("grad_gap", grad_gap, where)
-    gamma = _positive("step_size", step_size, where)
-    n = _positive_int("num_steps", num_steps, where)
+    c, gamma, n, _, _ = _path_setting("Theorem 5.4", grad_gap, step_size, num_steps)
     return _prod(n, gamma, c, c)
 
 
@@ -537,11 +552,8 @@ def thm56_constant(
 ) -> float:
     """Theorem 5.6 (SGLD last iterate): paper C6 = beta c^2 (2(L+1)/(mu - gamma L^2/2) + 1)^2;
     strict beta (2c(L+1)/(mu - gamma L^2/2) + 2c)^2. Independent of the batch size."""
-    where = "Theorem 5.6"
-    mu, L, gamma = _strongly_convex_smooth(strong_convexity, smoothness, step_size, where)
-    c = _nonnegative("grad_bound", grad_bound, where)
-    beta = _positive("inverse_temperature", inverse_temperature, where)
-    return _last_iterate_constant(c, mu, L, gamma, beta, 1, _mode(mode))
+    setting = _last_iterate_setting("Theorem 5.6", grad_bound, strong_convexity, smoothness, step_size, 1, inverse_temperature)
+    return _last_iterate_constant(*setting, _mode(mode))
 
 
 @_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number", inverse_temperature="number", orders="array?")
@@ -584,12 +596,8 @@ def thm57_constant(
 ) -> float:
     """Theorem 5.7 (SGLD last iterate, grad v constant in x): paper
     C7 = (beta c^2/s^2)(2(L+1)/(mu - gamma L^2/2) + 1)^2; strict (beta/s^2)(2c(L+1)/D + 2c)^2."""
-    where = "Theorem 5.7"
-    mu, L, gamma = _strongly_convex_smooth(strong_convexity, smoothness, step_size, where)
-    c = _nonnegative("grad_bound", grad_bound, where)
-    s = _positive_int("batch_size", batch_size, where)
-    beta = _positive("inverse_temperature", inverse_temperature, where)
-    return _last_iterate_constant(c, mu, L, gamma, beta, s, _mode(mode))
+    setting = _last_iterate_setting("Theorem 5.7", grad_bound, strong_convexity, smoothness, step_size, batch_size, inverse_temperature)
+    return _last_iterate_constant(*setting, _mode(mode))
 
 
 @_validate.arguments(grad_bound="number", strong_convexity="number", smoothness="number", step_size="number", batch_size="int", inverse_temperature="number", num_steps="int?", orders="array?")
@@ -613,19 +621,8 @@ def thm57_sgld_last_iterate(
     C = thm57_constant(grad_bound, strong_convexity, smoothness, step_size, batch_size, inverse_temperature, mode)
     result = "paper 001 Theorem 5.7"
     if window is not None:
-        horizon = _window_horizon(num_steps, step_size, where)
-        C = _windowed_last_iterate_constant(
-            float(grad_bound),
-            float(strong_convexity),
-            float(smoothness),
-            float(step_size),
-            float(inverse_temperature),
-            int(batch_size),
-            mode,
-            window,
-            horizon,
-        )
-        result += " with the steering window of Prop 4.6 optimised (dpjax extension, not in the paper)"
+        C, result = _with_window(result, where, window, num_steps, grad_bound, strong_convexity, smoothness, step_size,
+                                 inverse_temperature, batch_size, mode)
     prov = Provenance(
         result,
         mode,
@@ -643,12 +640,7 @@ def thm57_sgld_last_iterate(
 @_validate.arguments(grad_gap="number", step_size="number", num_steps="int", batch_size="int", inverse_temperature="number")
 def thm58_constant(grad_gap: float, step_size: float, num_steps: int, batch_size: int, inverse_temperature: float = 1.0) -> float:
     """Theorem 5.8 (SGLD path): C8(n) = (beta c^2 / s^2) n gamma, c >= |grad l(x, d) - grad l(x, d')| (eq. 36)."""
-    where = "Theorem 5.8"
-    c = _nonnegative("grad_gap", grad_gap, where)
-    gamma = _positive("step_size", step_size, where)
-    n = _positive_int("num_steps", num_steps, where)
-    s = _positive_int("batch_size", batch_size, where)
-    beta = _positive("inverse_temperature", inverse_temperature, where)
+    c, gamma, n, s, beta = _path_setting("Theorem 5.8", grad_gap, step_size, num_steps, batch_size, inverse_temperature)
     return _prod(beta, c / s, c / s, n, gamma)
 
 
