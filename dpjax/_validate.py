@@ -150,8 +150,10 @@ def finite_array(name: str, value: Any) -> np.ndarray:
 
 def one_of(name: str, value: Any, allowed) -> Any:
     try:
-        known = value in allowed
-    except TypeError:  # unhashable values against a set
+        # an array compared with a name is an array of booleans: not a choice either
+        known = isinstance(value, str) if all(isinstance(a, str) for a in allowed) else True
+        known = known and bool(value in allowed)
+    except (TypeError, ValueError):  # unhashable values against a set, arrays against names
         known = False
     if not known:
         raise ValueError(f"{name}={_fmt(value)} is not one of {sorted(allowed)}")

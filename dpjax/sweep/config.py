@@ -492,8 +492,21 @@ def canonical_json(point: Mapping[str, Any]) -> str:
 
 
 def point_hash(point: Mapping[str, Any]) -> str:
-    """16 hex digits of SHA-256 of the canonical JSON: the point's identity in the store."""
-    return hashlib.sha256(canonical_json(point).encode()).hexdigest()[:16]
+    """16 hex digits of SHA-256 of the canonical JSON: the point's identity in the store.
+    Raises :class:`ConfigError` for a point that is not a mapping of JSON values (finite
+    numbers, strings, lists, mappings, None)."""
+    if not isinstance(point, Mapping):
+        _fail("point", point, "must be a mapping (a resolved point, see resolve_point)")
+    try:
+        text = canonical_json(point)
+    except (TypeError, ValueError) as err:  # NaN, inf, arrays, objects
+        raise ConfigError(f"point={_short(point)}: every value must be a finite number, a string, a list, a mapping or None ({err})") from None
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def flatten(point: Mapping[str, Any]) -> dict:

@@ -576,7 +576,6 @@ def load_results(root: str | Path, columns: Optional[Iterable[str]] = None, *, s
     import pandas as pd
     import pyarrow as pa
 
-    root_path = _store_root(root)
     if columns is not None:
         if isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable):
             raise TypeError(f"columns={columns!r} violates the rule that columns is a list of column names (or None for all)")
@@ -586,6 +585,7 @@ def load_results(root: str | Path, columns: Optional[Iterable[str]] = None, *, s
             raise TypeError(f"columns={columns!r} violates the rule that every column name is a string; got {bad[0]!r}")
     if not isinstance(strict, (bool, np.bool_)):
         raise TypeError(f"strict={strict!r} violates the rule that strict is True or False")
+    root_path = _store_root(root)
     results = root_path / "results"
     files = sorted(p for p in results.glob("*.parquet") if not p.name.startswith(".")) if results.is_dir() else []
     tables, damaged = [], []
