@@ -276,7 +276,28 @@ def main(argv=None) -> int:
     missing = getattr(args, "_missing", None)
     if missing:
         parser.error(f"{args.command} {args.name} is not available in this build: {missing}")
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ImportError as err:
+        package = _missing_package(err)
+        if package is None:  # dpjax's own import broke: a bug, keep the traceback
+            raise
+        command = " ".join(str(part) for part in (args.command, getattr(args, "name", None)) if part)
+        advice = "" if "pip install" in str(err) else f"; install it (pip install {package})"
+        print(f"dpjax {command}: {err}{advice}", file=sys.stderr)
+        return 1
+
+
+def _missing_package(err: ImportError):
+    """The third-party package whose absence caused ``err`` (the error or its cause is a
+    ModuleNotFoundError outside dpjax), else None. A missing optional dependency, e.g.
+    scikit-learn for the real-data audit, is then one line on stderr, not two tracebacks."""
+    seen = err
+    while seen is not None:
+        if isinstance(seen, ModuleNotFoundError) and seen.name and seen.name.split(".")[0] != "dpjax":
+            return seen.name.split(".")[0]
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover
