@@ -14,7 +14,9 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
-from . import _compilation_cache
+from . import _compilation_cache, _moved
+
+_moved.install()  # old module paths (before issue 25's reorganisation) keep working for one release
 
 __version__ = "0.1.0"
 

@@ -216,9 +216,9 @@ QUANTITIES: dict[str, dict] = {
     },
     # delta(eps) of the path (D vs D' direction) from the recorded path loss (estimators.privacy_loss_profile)
     "path_delta": {"epsilons": (list_of(real(0.0)), REQUIRED), "confidence": (PROBABILITY_OPEN, 0.95)},
-    # exact tight eps(delta) of ULA's last iterate on a quadratic model (accountants.exact)
+    # exact tight eps(delta) of ULA's last iterate on a quadratic model (accountants.samplers.exact)
     "exact_epsilon": {"delta": (PROBABILITY_OPEN, REQUIRED)},
-    # paper 001 Theorem 5.4 path bound for ULA when grad U_D - grad U_D' is a constant (accountants.girsanov)
+    # paper 001 Theorem 5.4 path bound for ULA when grad U_D - grad U_D' is a constant (accountants.samplers.girsanov)
     "girsanov_path_epsilon": {"delta": (PROBABILITY_OPEN, REQUIRED)},
 }
 
