@@ -150,8 +150,10 @@ def finite_array(name: str, value: Any) -> np.ndarray:
 
 def one_of(name: str, value: Any, allowed) -> Any:
     try:
-        known = value in allowed
-    except TypeError:  # unhashable values against a set
+        # an array compared with a name is an array of booleans: not a choice either
+        known = isinstance(value, str) if all(isinstance(a, str) for a in allowed) else True
+        known = known and bool(value in allowed)
+    except (TypeError, ValueError):  # unhashable values against a set, arrays against names
         known = False
     if not known:
         raise ValueError(f"{name}={_fmt(value)} is not one of {sorted(allowed)}")
@@ -257,7 +259,10 @@ def record_steps(record_steps: Any, num_steps: int) -> np.ndarray:
     :func:`dpjax.samplers.mala.run_metropolis_pair`."""
     if record_steps is None:
         return np.array([num_steps])
-    steps = np.atleast_1d(np.asarray(record_steps))
+    try:
+        steps = np.atleast_1d(np.asarray(record_steps))
+    except (ValueError, TypeError):  # ragged
+        steps = np.zeros((0,))
     if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size == 0:
         raise ValueError(f"record_steps={record_steps!r} must be a non-empty 1-D sequence of integers")
     if steps.min() < 0 or steps.max() > num_steps:

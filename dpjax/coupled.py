@@ -113,8 +113,7 @@ def _check_init(init, num_pairs: int, dim: int):
     """Validate a non-callable init; returns a float64 numpy array (d,) or (K, d), or None."""
     if init is None or callable(init):
         return None
-    x0 = np.asarray(init, dtype=np.float64)
-    _validate.finite_array("init", x0)
+    x0 = _validate.finite_array("init", _validate.real_array("init", init))
     if x0.shape not in ((dim,), (num_pairs, dim)):
         raise ValueError(f"init has shape {x0.shape}; it must be ({dim},), ({num_pairs}, {dim}), a callable key -> ({dim},), or None")
     return x0
@@ -178,6 +177,8 @@ def run_coupled(
         raise TypeError(f"sampler={type(sampler).__name__} must be a dpjax.samplers.LangevinSampler (ula / sgld / cyclic_sgld)")
     if unroll is not None:
         unroll = _validate.positive_int("unroll", unroll)
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress={progress!r:.80} violates the rule that progress is True or False (show a progress bar or not)")
     _validate_pair(pair, model)
     steps = _validate.record_steps(record_steps, num_steps)
     n, dim = pair.dataset.num_slots, model.dim

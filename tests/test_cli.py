@@ -142,6 +142,7 @@ def test_every_subcommand_and_flag_has_a_description():
     parser = cli.build_parser()
     for (command, name), sub in cli._SUBPARSERS.items():
         cli._load(*sub.get_default("_module")).add_arguments(sub)
+    cli._add_module_arguments(parser, ["demo"])  # the demo's flags, added when it is chosen
     for p in _walk(parser):
         assert p.description, p.prog
         for action in p._actions:

@@ -60,6 +60,16 @@ def test_notebooks_are_stored_without_outputs():
                 assert not cell.outputs and cell.execution_count is None, f"{path.name} cell {i} has stored outputs; clear them"
 
 
+def test_notebooks_do_not_hide_warnings():
+    """A notebook that filters warnings hides what the library says to its reader (the quickstart
+    once hid a RuntimeWarning of the library's own audit figure)."""
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "code":
+                assert "filterwarnings" not in cell.source and "simplefilter" not in cell.source, f"{path.name} cell {i} silences warnings"
+
+
 @pytest.mark.slow  # end to end: 15-40 s each on a loaded 2-core CPU
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(path: pathlib.Path, tmp_path: pathlib.Path, monkeypatch):
@@ -73,4 +83,8 @@ def test_notebook_executes(path: pathlib.Path, tmp_path: pathlib.Path, monkeypat
     seconds = time.perf_counter() - t0
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, f"{path.name}: {errors[0].get('ename')}: {errors[0].get('evalue')}"
+    # a numerical warning in a notebook is the library's to fix, not the reader's to see
+    numeric = [o["text"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+               if o.get("name") == "stderr" and "RuntimeWarning" in o.get("text", "")]
+    assert not numeric, f"{path.name} prints {numeric[0][:300]}"
     print(f"{path.name}: executed in {seconds:.1f} s")

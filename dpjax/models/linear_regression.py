@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from ..data import Dataset, make_dataset
+from ..data import Dataset, _check_dataset, make_dataset
 from .base import shared
 from .quadratic import QuadraticModel
 
@@ -89,6 +89,7 @@ def linear_regression_posterior(noise_precision: float, prior_precision: float, 
     paper 000 Lemma 4.1 for d = 1), with removed records (mask 0) left out. float64 numpy."""
     beta = V.positive("noise_precision", noise_precision)
     alpha = V.positive("prior_precision", prior_precision)
+    _check_dataset("dataset", dataset)
     x = np.asarray(dataset.fields["x"], dtype=np.float64)
     if x.ndim == 1:
         x = x[:, None]
