@@ -81,3 +81,17 @@ __all__ += [
     "laplace_delta",
     "laplace_rdp",
 ]
+
+# the released last iterate (issue 22): hidden-state bounds beside path composition
+from . import last_iterate, sampler_constants, shifted_interpolation  # noqa: E402
+from .last_iterate import ConstantsUnavailable, last_iterate_curve, last_iterate_gdp_mu, sampler_last_iterate_curve  # noqa: E402
+
+__all__ += [
+    "last_iterate",
+    "sampler_constants",
+    "shifted_interpolation",
+    "ConstantsUnavailable",
+    "last_iterate_curve",
+    "last_iterate_gdp_mu",
+    "sampler_last_iterate_curve",
+]
