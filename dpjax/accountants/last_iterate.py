@@ -370,7 +370,7 @@ def sampler_last_iterate_curve(model, pair, sampler, num_steps: int, *, method: 
 
     num_steps = _validate.positive_int("num_steps", num_steps)
     _validate.one_of("method", method, METHODS)
-    run = sampler_constants.describe_run(model, pair, sampler, num_steps, need_constants=(method != "composition"))
+    run = sampler_constants.describe_run(model, pair, sampler, num_steps, need_constants=(method == "shifted-interpolation"))
     cfg = _validate_config(run.step_size, run.noise_std, num_steps, run.dataset_size, run.gradient_sensitivity,
                            run.smoothness, run.strong_convexity, None, run.batching, run.batch_size, method, internal=True)
     if method == "shifted-interpolation":
