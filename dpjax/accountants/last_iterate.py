@@ -45,8 +45,9 @@ from .noisy_sgd import DEFAULT_ORDERS, noisy_sgd_curve
 METHODS = ("auto", "shifted-interpolation", "composition")
 BATCHINGS = si.BATCHINGS
 RELEASED = "last iterate"
-# eps grid of the GDP profiles: dense near 0, then 0.38% relative steps up to 100
-PROFILE_EPSILONS = np.unique(np.concatenate([np.linspace(0.0, 1.0, 201), np.geomspace(1.0, 100.0, 1201)]))
+# eps grid of the GDP profiles: 0, then 0.58% relative steps from 1e-4 to 100 (eps read off the
+# profile rounds up to the next grid point; the RDP values beside it answer below 1e-4)
+PROFILE_EPSILONS = np.concatenate([[0.0], np.geomspace(1e-4, 100.0, 2401)])
 _SI_RESULT = ("Bok, Su & Altschuler 2024 (ICML), shifted interpolation for f-DP, Secs. 3-4 "
               "(noisy GD / NoisyCGD; shift schedule optimised; Renyi form: Feldman et al. 2018, Thm 22)")
 
@@ -172,7 +173,7 @@ def _composition(cfg: _Config):
         # one RDP evaluation per distinct (noise multiplier, rate): sweeps over steps share it
         pairs = np.stack([np.where(finite, multiplier, 1.0).ravel(), q.ravel()], axis=-1)
         unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        per_step = noisy_sgd_curve(1, unique[:, 0], unique[:, 1]).rdp
+        per_step = _subsampled_rdp_per_step(unique[:, 0], unique[:, 1])
         rdp = per_step[inverse.ravel()].reshape(cfg.shape + (DEFAULT_ORDERS.size,)) * steps[..., None]
         return None, np.where(finite[..., None], rdp, 0.0)
     uses = si.schedule(cfg.batching, steps, cfg.n, cfg.batch_size).uses
@@ -181,6 +182,20 @@ def _composition(cfg: _Config):
     safe = np.where(rho > 0, rho, 1.0)
     rdp = noisy_sgd_curve(1, 1.0 / safe, 1.0).rdp * (uses * (rho > 0))[..., None]
     return mu, rdp
+
+
+_PER_STEP_CACHE: dict = {}
+
+
+def _subsampled_rdp_per_step(multipliers: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    """One step's Poisson-subsampled Gaussian RDP at DEFAULT_ORDERS (noisy_sgd_curve), cached by
+    value: a sweep over steps, or the same run asked at several step counts, computes it once."""
+    key = (multipliers.tobytes(), rates.tobytes())
+    if key not in _PER_STEP_CACHE:
+        if len(_PER_STEP_CACHE) >= 64:
+            _PER_STEP_CACHE.pop(next(iter(_PER_STEP_CACHE)))
+        _PER_STEP_CACHE[key] = noisy_sgd_curve(1, multipliers, rates).rdp
+    return _PER_STEP_CACHE[key]
 
 
 def _shifted_interpolation(cfg: _Config) -> np.ndarray:
