@@ -292,3 +292,14 @@ def test_gdp_epsilon_inverts_the_gdp_profile():
     assert np.all(got <= 1e-5) and np.all(got >= 1e-5 * (1 - 1e-6))
     for m, e in zip(mu[1:-1], eps[1:-1]):
         assert e == pytest.approx(analytic_gaussian_epsilon(m, 1e-5), rel=1e-7, abs=1e-12)
+
+
+def test_fast_gdp_profile_equals_the_fdp_module():
+    from dpjax.accountants import fdp
+
+    mu = np.array([1e-6, 1e-3, 0.05, 0.7, 3.0, 40.0])
+    eps = li.PROFILE_EPSILONS
+    fast = li.gdp_profile(mu, eps)
+    ref = np.exp(fdp.gdp_log_delta(mu[:, None], eps))
+    assert np.allclose(fast, ref, rtol=1e-9, atol=1e-300)
+    assert np.all(li.gdp_profile(0.0, eps) == np.where(eps >= 0, 0.0, 1.0))
