@@ -90,6 +90,16 @@ def test_full_batch_bound_never_below_the_exact_law(eta, h, T):
     assert mu >= si.exact_quadratic_mu(eta, 1.3, T, dataset_size=25, gradient_sensitivity=2.0, curvature=h) * (1 - 1e-12)
 
 
+@pytest.mark.parametrize("eta,h,low,high,sigma,n,T", [
+    (0.1, 1.0, 0.5, 2.0, 1.0, 10, 100), (0.01, 0.3, 0.0, 1.0, 3.0, 1000, 10**6), (1.0, 1.0, 0.9, 1.9, 0.5, 5, 1000),
+    (0.05, 1e-7, 0.0, 1e-6, 1.0, 100, 10**6), (0.2, 2.0, 1.0, 9.9, 2.0, 50, 37),
+])
+def test_bounds_never_below_the_exact_law_with_loose_constants(eta, h, low, high, sigma, n, T):
+    """Declared curvature bounds m <= h <= M (the theorem needs only these) still bound the exact law."""
+    mu = _si_mu(eta, sigma, T, n, 2.0, high, low)
+    assert mu >= si.exact_quadratic_mu(eta, sigma, T, dataset_size=n, gradient_sensitivity=2.0, curvature=h) * (1 - 1e-12)
+
+
 @pytest.mark.parametrize("n,b,T,eta,h", [(6, 2, 1, 0.2, 1.0), (6, 2, 17, 0.2, 1.0), (7, 3, 40, 0.1, 0.5), (5, 1, 31, 0.3, 0.0),
                                           (12, 4, 300, 0.05, 2.0), (9, 2, 200, 0.5, 3.9), (10, 3, 10**5, 0.01, 1e-3)])
 def test_cyclic_bound_never_below_the_exact_law_at_any_position(n, b, T, eta, h):
