@@ -25,8 +25,8 @@ Methods (``method=``):
 
 What is not here and why (see ``docs/guide/last_iterate.md``): the Rényi bounds of Chourasia,
 Ye & Shokri (2021) and Ye & Shokri (2022) and the subsampled bound of Altschuler & Talwar
-(2022) — their theorem statements could not be read for this implementation, and the
-shifted-interpolation bound is exact where they apply to full batches.
+(2022) — their theorem statements could not be read for this implementation (and on strongly
+convex quadratics with full batches the shifted-interpolation bound is already exact).
 """
 from __future__ import annotations
 
@@ -329,7 +329,9 @@ def last_iterate_curve(step_size, noise_std, steps, *, dataset_size, gradient_se
             (for Poisson batches: of every batch the run can draw).
         diameter: D of the convex set K the iterates are projected onto (None: no projection).
         batching: "full", "cyclic" (fixed order), "shuffled" (fresh order each epoch) or
-            "poisson"; batch_size: b (Poisson: the expected size q n normalising the batch sum).
+            "poisson"; batch_size: b (Poisson: the expected size q n normalising the batch sum;
+            composition then assumes add/remove adjacency, D' lacking the record whose gradient
+            Delta bounds: use :func:`sampler_last_iterate_curve` for a replace-one pair).
         method: "auto" (tightest, including composition), "shifted-interpolation", "composition".
 
     All numeric arguments broadcast: arrays of configurations give one curve whose
@@ -345,10 +347,10 @@ def last_iterate_curve(step_size, noise_std, steps, *, dataset_size, gradient_se
                            diameter, batching, batch_size, method)
     if method == "shifted-interpolation":
         _check_contraction(cfg)
-    return _build(cfg, method, adjacency_note=None)
+    return _build(cfg, method)
 
 
-def _build(cfg: _Config, method: str, adjacency_note, extra_assumptions=()) -> PrivacyCurve:
+def _build(cfg: _Config, method: str, extra_assumptions=()) -> PrivacyCurve:
     constants = _constants_text(cfg)
     if method == "shifted-interpolation":
         mu = _shifted_interpolation(cfg)
@@ -420,7 +422,7 @@ def sampler_last_iterate_curve(model, pair, sampler, num_steps: int, *, method: 
         method = "composition"
     if cfg.batching == "poisson" and run.adjacency == "replace-one" and method != "shifted-interpolation":
         return _replace_one_poisson(cfg, run, method)
-    return _build(cfg, method, None, extra_assumptions=run.assumptions)
+    return _build(cfg, method, extra_assumptions=run.assumptions)
 
 
 def _replace_one_poisson(cfg: _Config, run, method: str) -> PrivacyCurve:
