@@ -29,7 +29,8 @@ def _gaussian_pair(adjacency="replace-one"):
     (S.ula(0.01, temperature=1.5, parameterisation="euler"), dict(step_size=0.01, noise_std=math.sqrt(300.0), batching="full", batch_size=None)),
     (S.ula(0.02, temperature=1.5, parameterisation="welling-teh"), dict(step_size=0.01, noise_std=math.sqrt(300.0), batching="full", batch_size=None)),
     (S.sgld(0.02, batching="reshuffle", batch_size=3), dict(step_size=0.01, noise_std=2 * math.sqrt(1 / 0.02), batching="shuffled", batch_size=3)),
-    (S.cyclic_sgld(0.02), dict(step_size=0.01, noise_std=2 * math.sqrt(50.0), batching="cyclic", batch_size=1)),
+    (S.cyclic_sgld(0.02), dict(step_size=0.01, noise_std=2 * math.sqrt(50.0), batching="cyclic-random", batch_size=1)),
+    (S.cyclic_sgld(0.02, order=np.arange(N)), dict(step_size=0.01, noise_std=2 * math.sqrt(50.0), batching="cyclic", batch_size=1)),
     (S.sgld(0.004, batching="without-replacement", batch_size=4, parameterisation="euler"),
      dict(step_size=0.004, noise_std=math.sqrt(2 / 0.004), batching="sampled", batch_size=4)),
 ])
@@ -104,7 +105,7 @@ def test_cyclic_sampler_bound_never_below_the_exact_law():
     x = np.linspace(-1, 1, 5)
     ds = M.gaussian_mean_dataset(x)
     steps = 23
-    sampler = S.cyclic_sgld(0.02, temperature=1.0)
+    sampler = S.cyclic_sgld(0.02, temperature=1.0, order=np.arange(5))  # a known order: the worst case over positions
     eta, sd = 0.01, math.sqrt(0.02)
     worst = 0.0
     for index in range(5):

@@ -261,14 +261,34 @@ def gdp_profile(mu, epsilons) -> np.ndarray:
     return np.clip(out, 0.0, 1.0).reshape(np.broadcast_shapes(mu.shape, eps.shape))
 
 
-def _curve(mu: Optional[np.ndarray], rdp: Optional[np.ndarray], provenance: Provenance) -> PrivacyCurve:
+def _mixture_parts(weights: np.ndarray, mus: np.ndarray):
+    """(delta profile, RDP) of the mixture sum_g w_g G_{mu_g} (weights and mus on a trailing group
+    axis): delta(eps) <= sum_g w_g delta_{mu_g}(eps) and, by joint convexity of
+    exp((a - 1) D_a), RDP_a <= log(sum_g w_g exp((a - 1) a mu_g^2 / 2)) / (a - 1)."""
+    finite = np.all(np.isfinite(mus), axis=-1)
+    m = np.where(np.isfinite(mus), mus, 0.0)
+    deltas = np.einsum("...g,...ge->...e", weights, gdp_profile(m, PROFILE_EPSILONS))
+    a = DEFAULT_ORDERS
+    with np.errstate(divide="ignore"):
+        log_w = np.log(weights)[..., None, :]
+    rdp = special.logsumexp(log_w + ((a - 1.0) * a)[:, None] * (m * m)[..., None, :] / 2.0, axis=-1) / (a - 1.0)
+    deltas = np.where(finite[..., None], np.clip(deltas, 0.0, 1.0), 1.0)
+    rdp = np.where(finite[..., None], np.maximum(rdp, 0.0), np.inf)
+    return deltas, rdp
+
+
+def _curve(mu: Optional[np.ndarray], rdp: Optional[np.ndarray], provenance: Provenance, mixture=None) -> PrivacyCurve:
     """A curve from a GDP mu (its exact profile on PROFILE_EPSILONS and its RDP a mu^2 / 2) and/or RDP values."""
     rdp_parts = []
     deltas = None
+    if mixture is not None:
+        deltas, mix_rdp = _mixture_parts(*mixture)
+        rdp_parts.append(mix_rdp)
     if mu is not None:
         finite = np.isfinite(mu)
         m = np.where(finite, mu, 0.0)
-        deltas = np.where(finite[..., None], gdp_profile(m, PROFILE_EPSILONS), 1.0)
+        mu_deltas = np.where(finite[..., None], gdp_profile(m, PROFILE_EPSILONS), 1.0)
+        deltas = mu_deltas if deltas is None else np.minimum(deltas, mu_deltas)
         rdp_parts.append(np.where(finite[..., None], DEFAULT_ORDERS * (m * m)[..., None] / 2.0, np.inf))
     if rdp is not None:
         rdp_parts.append(rdp)
@@ -303,6 +323,8 @@ def _assumptions(cfg: _Config, method: str) -> tuple:
     schemes = {
         "full": "full batch (every record in every step)",
         "cyclic": "cyclic: one fixed order, batches of b, worst position of the differing record",
+        "cyclic-random": "cyclic: one secret uniformly random order for every epoch, batches of b (averaged over the record's "
+                         "position)",
         "shuffled": "shuffled: a fresh order each epoch, batches of b, worst positions",
         "sampled": "fixed-size batches of b drawn afresh each step: any step may hold the record (no amplification claimed)",
         "poisson": "Poisson batches (rate q = b / n), sum normalised by b; "
@@ -352,10 +374,12 @@ def last_iterate_curve(step_size, noise_std, steps, *, dataset_size, gradient_se
 
 def _build(cfg: _Config, method: str, extra_assumptions=()) -> PrivacyCurve:
     constants = _constants_text(cfg)
+    mixture = _shuffled_mixture(cfg)
     if method == "shifted-interpolation":
         mu = _shifted_interpolation(cfg)
-        prov = Provenance(f"{_SI_RESULT}; {constants}", "bound", _assumptions(cfg, method) + tuple(extra_assumptions), RELEASED)
-        return _curve(mu, None, prov)
+        prov = Provenance(f"{_SI_RESULT}{_MIXTURE_NOTE if mixture else ''}; {constants}", "bound",
+                          _assumptions(cfg, method) + tuple(extra_assumptions), RELEASED)
+        return _curve(mu, None, prov, mixture)
     comp_mu, comp_rdp = _composition(cfg)
     if method == "composition":
         prov = Provenance(f"{_composition_result(cfg)}; {constants}", "bound",
@@ -367,9 +391,23 @@ def _build(cfg: _Config, method: str, extra_assumptions=()) -> PrivacyCurve:
     note = "" if np.all(contracting) else (
         f"; shifted interpolation unavailable for {int(np.sum(~contracting))} configuration(s) with eta M > 2 (composition there)")
     prov = Provenance(
-        f"tightest per configuration of [{_SI_RESULT}] and [{_composition_result(cfg)}]{note}; {constants}", "bound",
-        _assumptions(cfg, "auto") + tuple(extra_assumptions), RELEASED)
-    return _curve(mu, comp_rdp, prov)
+        f"tightest per configuration of [{_SI_RESULT}{_MIXTURE_NOTE if mixture else ''}] and [{_composition_result(cfg)}]{note}; "
+        f"{constants}", "bound", _assumptions(cfg, "auto") + tuple(extra_assumptions), RELEASED)
+    return _curve(mu, comp_rdp, prov, mixture)
+
+
+_MIXTURE_NOTE = (", averaged over the record's batch in the last epoch by joint convexity (a fresh uniform order each "
+                 "epoch; earlier epochs at their worst positions)")
+
+
+def _shuffled_mixture(cfg: _Config):
+    """(weights, mus) of the position mixture for batches in a secret random order (shuffled each
+    epoch, or one random order for all epochs: the internal "cyclic-random"); None otherwise."""
+    if cfg.batching not in ("shuffled", "cyclic-random"):
+        return None
+    return si.position_mixture(cfg.eta, cfg.sigma, cfg.steps, dataset_size=cfg.n, gradient_sensitivity=cfg.sensitivity,
+                               smoothness=cfg.smoothness, strong_convexity=cfg.strong_convexity, diameter=cfg.diameter,
+                               batch_size=cfg.batch_size, order="shuffled" if cfg.batching == "shuffled" else "random-fixed")
 
 
 def _composition_result(cfg: _Config) -> str:

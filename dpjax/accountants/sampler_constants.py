@@ -12,7 +12,9 @@ grad U_hat_B = grad(-log prior) + scale * sum_{j in B} clip_C(g_j), g_j the grad
   gradient_sensitivity = n * the per-record gradient gap, smoothness = prior precision +
   n * max curvature of l, strong convexity = prior precision + n * min curvature of l
   (times (b - 1)/b under add/remove: the removed slot carries only the prior);
-* batching: full -> "full", cyclic -> "cyclic", reshuffle -> "shuffled", poisson -> "poisson"
+* batching: full -> "full", cyclic -> "cyclic" with a given order, "cyclic-random" with each
+  chain's own random order (averaged over the record's position), reshuffle -> "shuffled",
+  poisson -> "poisson"
   (smoothness of the fullest batch, (n / q) max curvature, and strong convexity of the empty one),
   without-replacement -> every step may hold the record (no amplification claimed),
   uniform with replacement -> not covered (a batch may hold the record b times).
@@ -55,7 +57,8 @@ def _batching(sampler, n: int):
     if isinstance(scheme, bt.FullBatch):
         return "full", None
     if isinstance(scheme, bt.Cyclic):
-        return "cyclic", scheme.batch_size(n)
+        # a chain's own keyed order (order=None) is secret and uniform: averaged over positions
+        return ("cyclic" if scheme.order is not None else "cyclic-random"), scheme.batch_size(n)
     if isinstance(scheme, bt.Reshuffle):
         return "shuffled", scheme.batch_size(n)
     if isinstance(scheme, bt.Poisson):

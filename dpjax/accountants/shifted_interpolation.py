@@ -66,8 +66,9 @@ from typing import NamedTuple
 import numpy as np
 
 BATCHINGS = ("full", "cyclic", "shuffled", "poisson")
-# "sampled" (internal): fixed-size batches drawn afresh each step; any step may hold the record
-_INTERNAL_BATCHINGS = BATCHINGS + ("sampled",)
+# internal (from a sampler): "sampled", fixed-size batches drawn afresh each step (any step may hold
+# the record); "cyclic-random", one secret uniformly random order used every epoch
+_INTERNAL_BATCHINGS = BATCHINGS + ("sampled", "cyclic-random")
 _MIN_LOG_C = -700.0  # c >= e^-700: replacing a smaller c by this larger one only loosens the bound
 _DEBT_CANDIDATES = 128  # log-spaced restart times tau tried when a diameter is given (any choice is valid)
 
@@ -103,7 +104,7 @@ def schedule(batching: str, steps, dataset_size, batch_size) -> Schedule:
     b = np.asarray(batch_size, dtype=np.int64)
     period = -(-n // b)  # steps per epoch, ceil(n / b)
     uses = -(-t // period)  # windows the T steps touch
-    if batching == "cyclic":
+    if batching in ("cyclic", "cyclic-random"):
         return Schedule(uses, period, period)
     # shuffled: uses at the ends of the windows; the last one at step T - 1
     last_gap = t - (uses - 1) * period
@@ -118,13 +119,15 @@ def _geometric(count, log_ratio):
     return np.where(log_ratio == 0.0, count, np.where(count == 0, 0.0, ratio))
 
 
-def _blocks(sched: Schedule, log_c, rho, debt, uses_after):
+def _blocks(sched: Schedule, log_c, rho, debt, uses_after, tail=0.0):
     """(X, V) of the four blocks for restart at the use with ``uses_after`` uses from it to the
     end (1 <= uses_after <= U), with debt ``debt`` (noise units) at the restart; X = weighted
-    debt, V = sum of W_t^2 over the block's steps; empty blocks have X = V = 0."""
+    debt, V = sum of W_t^2 over the block's steps; empty blocks have X = V = 0. ``tail``: steps
+    after the last use (it is at m = tail); every other use is then ``tail`` steps older too."""
     L, lp, r = log_c, sched.period.astype(np.float64), sched.last_gap.astype(np.float64)
     u = np.asarray(uses_after, dtype=np.float64)
-    zero = np.zeros(np.broadcast_shapes(np.shape(L), np.shape(u), np.shape(rho), np.shape(debt)))
+    tail = np.asarray(tail, dtype=np.float64)
+    zero = np.zeros(np.broadcast_shapes(np.shape(L), np.shape(u), np.shape(rho), np.shape(debt), np.shape(tail)))
     # the final step: the last use, m = 0
     x_last, v_last = rho + zero, 1.0 + zero
     # only the final step (u = 1): the restart is at the last use itself
@@ -141,12 +144,17 @@ def _blocks(sched: Schedule, log_c, rho, debt, uses_after):
     v_first = np.where(more, np.exp(2 * (r + k * lp) * L) * _geometric(lp, 2 * L), 0.0)
     x_mid = np.where(more, rho * np.exp(r * L) * _geometric(k, lp * L), 0.0)
     v_mid = np.where(more, np.exp(2 * r * L) * _geometric(k * lp, 2 * L), 0.0)
-    return [(x_first + zero, v_first + zero), (x_mid + zero, v_mid + zero), (x_part + zero, v_part + zero), (x_last, v_last)]
+    # the tail: the last block also holds the steps after the last use, and the rest moves back
+    s1, s2 = np.exp(tail * L), np.exp(2 * tail * L)
+    x_last, v_last = x_last * s1, np.where(tail > 0, v_last + _geometric(tail, 2 * L), v_last)
+    blocks = [(x_first * s1, v_first * s2), (x_mid * s1, v_mid * s2), (x_part * s1, v_part * s2), (x_last, v_last)]
+    return [(x + zero, v + zero) for x, v in blocks]
 
 
 def _cost(x, v):
+    """x^2 / v; an empty block (x = v = 0) costs 0, and a debt with no step to pay it costs inf."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(v > 0, x * x / np.where(v > 0, v, 1.0), 0.0)
+        return np.where(v > 0, x * x / np.where(v > 0, v, 1.0), np.where(x > 0, np.inf, 0.0))
 
 
 def _min_feasible_cost(blocks):
@@ -179,50 +187,134 @@ def _min_feasible_cost(blocks):
     return best
 
 
+def _one_use_mu(noise_std, dataset_size, gradient_sensitivity, batching, batch_size):
+    """rho = Delta / (b sigma): one use of the record as a Gaussian mechanism (the batch mean moves
+    by Delta / b against noise sigma); a shorter last block of an epoch is normalised by its own
+    size, so cyclic and shuffled batches take the smallest block (the largest shift)."""
+    sigma = np.asarray(noise_std, dtype=np.float64)
+    if batching == "full":
+        b = np.asarray(dataset_size, dtype=np.float64)
+    elif batching in ("poisson", "sampled"):
+        b = np.asarray(batch_size, dtype=np.float64)
+    else:
+        nb = np.asarray(dataset_size, dtype=np.int64)
+        bb = np.asarray(batch_size, dtype=np.int64)
+        rem = nb % bb
+        b = np.where(rem > 0, np.minimum(rem, bb), bb).astype(np.float64)
+    return np.asarray(gradient_sensitivity, dtype=np.float64) / (b * sigma)
+
+
+def _log_contraction(gap):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(np.log1p(-np.clip(gap, 0.0, 1.0)), _MIN_LOG_C)
+
+
+def _schedule_mu(sched: Schedule, log_c, rho, debt, tail=0.0) -> np.ndarray:
+    """The optimised bound for one schedule (arrays broadcast); ``debt`` = D / (eta sigma) or None;
+    ``tail``: steps after the record's last use."""
+    shape = np.broadcast_shapes(np.shape(log_c), np.shape(rho), *(np.shape(a) for a in sched),
+                                np.shape(debt) if debt is not None else (), np.shape(tail))
+    tail = np.broadcast_to(tail, shape)
+    U = np.broadcast_to(sched.uses, shape).astype(np.float64)
+    sched = Schedule(*(np.broadcast_to(a, shape) for a in sched))
+    L = np.broadcast_to(log_c, shape)
+    rho_b = np.broadcast_to(rho, shape)
+    # restart at time 0 (both chains start together): no debt, all U uses
+    best = _min_feasible_cost(_blocks(sched, L, rho_b, 0.0, U, tail))
+    if debt is not None:
+        debt = np.broadcast_to(debt, shape)
+        finite = np.isfinite(debt)
+        cands = _restart_candidates(U, debt, rho_b)
+        ex = lambda a: a[..., None]  # noqa: E731 - candidates on a trailing axis
+        sched_c = Schedule(*(ex(a) for a in sched))
+        cost = _min_feasible_cost(_blocks(sched_c, ex(L), ex(rho_b), ex(np.where(finite, debt, 0.0)), cands, ex(tail)))
+        cost = np.where(cands <= ex(U) - 1, cost, np.inf)  # a restart after step 0 leaves at most U - 1 uses
+        best = np.where(finite, np.minimum(best, np.min(cost, axis=-1)), best)
+    return np.where(U > 0, np.sqrt(best), 0.0)
+
+
 def gdp_mu(step_size, noise_std, steps, *, dataset_size, gradient_sensitivity, smoothness, strong_convexity=0.0,
            diameter=None, batching: str = "full", batch_size=None) -> np.ndarray:
-    """mu of the shifted-interpolation GDP bound (see the module docstring); arguments broadcast.
+    """mu of the shifted-interpolation GDP bound (see the module docstring), worst case over the
+    record's positions; arguments broadcast.
 
     Assumes validated input (the entry point :func:`dpjax.accountants.last_iterate_curve`
     checks it). Where eta M > 2 the step is not a contraction and the result is inf (no bound).
     """
     eta = np.asarray(step_size, dtype=np.float64)
     sigma = np.asarray(noise_std, dtype=np.float64)
-    n = np.asarray(dataset_size, dtype=np.float64)
-    if batching == "full":
-        b = n
-    elif batching in ("poisson", "sampled"):
-        b = np.asarray(batch_size, dtype=np.float64)
-    else:
-        # a shorter last block of an epoch is normalised by its own size: the worst shift
-        nb = np.asarray(dataset_size, dtype=np.int64)
-        bb = np.asarray(batch_size, dtype=np.int64)
-        rem = nb % bb
-        b = np.where(rem > 0, np.minimum(rem, bb), bb).astype(np.float64)
-    rho = np.asarray(gradient_sensitivity, dtype=np.float64) / (b * sigma)  # one use's Gaussian mechanism mu
+    rho = _one_use_mu(sigma, dataset_size, gradient_sensitivity, batching, batch_size)
     gap = gap_to_one(eta, smoothness, strong_convexity)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_c = np.maximum(np.log1p(-np.clip(gap, 0.0, 1.0)), _MIN_LOG_C)
     sched = schedule(batching, steps, dataset_size, batch_size)
-    shape = np.broadcast_shapes(eta.shape, sigma.shape, rho.shape, log_c.shape, sched.uses.shape,
-                                np.shape(diameter) if diameter is not None else ())
-    U = np.broadcast_to(sched.uses, shape).astype(np.float64)
-    sched = Schedule(*(np.broadcast_to(a, shape) for a in sched))
-    L = np.broadcast_to(log_c, shape)
-    rho_b = np.broadcast_to(rho, shape)
-    # restart at time 0 (both chains start together): no debt, all U uses
-    best = _min_feasible_cost(_blocks(sched, L, rho_b, 0.0, U))
-    if diameter is not None:
-        debt = np.broadcast_to(np.asarray(diameter, dtype=np.float64) / (eta * sigma), shape)
-        finite = np.isfinite(debt)
-        cands = _restart_candidates(U, debt, rho_b)
-        ex = lambda a: a[..., None]  # noqa: E731 - candidates on a trailing axis
-        sched_c = Schedule(*(ex(a) for a in sched))
-        cost = _min_feasible_cost(_blocks(sched_c, ex(L), ex(rho_b), ex(np.where(finite, debt, 0.0)), cands))
-        cost = np.where(cands <= ex(U) - 1, cost, np.inf)  # a restart after step 0 leaves at most U - 1 uses
-        best = np.where(finite, np.minimum(best, np.min(cost, axis=-1)), best)
-    mu = np.sqrt(best)
+    debt = None if diameter is None else np.asarray(diameter, dtype=np.float64) / (eta * sigma)
+    mu = _schedule_mu(sched, _log_contraction(gap), rho, debt)
     return np.where(gap >= 0, mu, np.inf)
+
+
+def position_mixture(step_size, noise_std, steps, *, dataset_size, gradient_sensitivity, smoothness, strong_convexity=0.0,
+                     diameter=None, batch_size=None, order: str = "shuffled", groups: int = 12):
+    """(weights, mus), each of shape batch + (groups + 1,): for batches in a random order unknown
+    to the adversary, the last iterate is, by joint convexity, at least as private as the mixture
+    sum_g weights_g G_{mu_g}: delta(eps) <= sum_g weights_g delta_{mu_g}(eps).
+
+    ``order="shuffled"`` (a fresh uniform order each epoch): conditionally on the record's batch
+    in the last (possibly partial, r steps) epoch window, the pair of laws is a mixture over the
+    earlier epochs' orders, each bounded by the latest earlier positions (window ends).
+    Position p (of l equally likely batches) with p < r: last use m = r - 1 - p steps before the
+    end, then uses at r, r + l, ...; p >= r (weight (l - r) / l): no use in the last window,
+    uses at r, r + l, .... The steps after the last use are kept (their contraction and noise
+    still pay off debt). ``order="random-fixed"`` (one uniform order, the same every epoch, as
+    cyclic SGLD draws per chain): given the position p, the uses are p, p + l, ...: the last one
+    m = (r - 1 - p) mod l steps before the end, one use fewer when p >= r. The bound is
+    non-increasing in m (a debt moved earlier), so the positions are pooled into ``groups``
+    log-spaced groups of m, each bounded by its smallest m and its largest number of uses.
+    Needs n a multiple of b (equally likely batches); otherwise the worst case alone (weight 1
+    on the worst mu)."""
+    eta = np.asarray(step_size, dtype=np.float64)
+    sigma = np.asarray(noise_std, dtype=np.float64)
+    kind = "shuffled" if order == "shuffled" else "cyclic"
+    rho = _one_use_mu(sigma, dataset_size, gradient_sensitivity, kind, batch_size)
+    gap = gap_to_one(eta, smoothness, strong_convexity)
+    L = _log_contraction(gap)
+    sched = schedule("shuffled", steps, dataset_size, batch_size)  # U windows, the last one r steps long
+    debt = None if diameter is None else np.asarray(diameter, dtype=np.float64) / (eta * sigma)
+    shape = np.broadcast_shapes(eta.shape, sigma.shape, rho.shape, L.shape, *(np.shape(a) for a in sched),
+                                np.shape(debt) if debt is not None else ())
+    U, period, r = (np.broadcast_to(a, shape).astype(np.float64) for a in sched)
+    debt_b = None if debt is None else np.broadcast_to(debt, shape)
+    equal = np.broadcast_to((np.asarray(dataset_size) % np.asarray(batch_size)) == 0, shape)
+    ex = lambda a: np.asarray(a)[..., None]  # noqa: E731 - groups on a trailing axis
+    frac = np.linspace(0.0, 1.0, groups)
+    if order == "shuffled":
+        # last use m in [0, r): group starts m_0 = 0 < m_1 < ... (log-spaced), then "not in the last window"
+        span = r
+    else:
+        # last use m in [0, l): m < r with U uses, m >= r with U - 1
+        span = period
+    starts = np.floor(np.exp(ex(np.log(np.maximum(span, 1.0))) * frac))
+    starts[..., 0] = 0.0
+    ends = np.concatenate([starts[..., 1:], ex(span)], axis=-1)
+    w_groups = np.maximum(ends - starts, 0.0) / ex(period)
+    if order == "shuffled":
+        groups_sched = Schedule(ex(U), ex(period), np.maximum(ex(r) - starts, 1.0))
+        mu_groups = _schedule_mu(groups_sched, ex(L), ex(rho), None if debt_b is None else ex(debt_b), tail=starts)
+        unused = Schedule(U - 1, period, period)  # no use in the last window: the windows before it, r steps back
+        mu_rest = np.where(U > 1, _schedule_mu(unused, L, rho, debt_b, tail=r), 0.0)
+        weights = np.concatenate([w_groups, ex((period - r) / period)], axis=-1)
+    else:
+        uses = np.where(starts < ex(r), ex(U), ex(U) - 1.0)  # the group's smallest m has the most uses
+        groups_sched = Schedule(uses, ex(period), ex(period))
+        mu_groups = np.where(uses > 0, _schedule_mu(groups_sched, ex(L), ex(rho), None if debt_b is None else ex(debt_b),
+                                                       tail=starts), 0.0)
+        mu_rest = np.zeros(shape)
+        weights = np.concatenate([w_groups, ex(np.zeros(shape))], axis=-1)
+    mus = np.concatenate([mu_groups, ex(mu_rest)], axis=-1)
+    mus = np.where(weights > 0, mus, 0.0)  # empty groups carry no mass
+    worst = _schedule_mu(schedule(kind, steps, dataset_size, batch_size), L, rho, debt_b)
+    mus = np.where(ex(equal), mus, ex(np.broadcast_to(worst, shape)))
+    weights = np.where(ex(equal), weights, np.where(np.arange(weights.shape[-1]) == 0, 1.0, 0.0))
+    mus = np.where(ex(gap >= 0), mus, np.inf)
+    return weights, mus
 
 
 def _restart_candidates(uses, debt, rho):
@@ -261,4 +353,4 @@ def exact_quadratic_mu(step_size, noise_std, steps, *, dataset_size, gradient_se
     return float(shift / (eta * sigma * math.sqrt(np.sum(powers**2))))
 
 
-__all__ = ["BATCHINGS", "Schedule", "gap_to_one", "schedule", "gdp_mu", "exact_quadratic_mu"]
+__all__ = ["BATCHINGS", "Schedule", "gap_to_one", "schedule", "gdp_mu", "position_mixture", "exact_quadratic_mu"]
