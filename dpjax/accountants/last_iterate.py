@@ -267,7 +267,11 @@ def _mixture_parts(weights: np.ndarray, mus: np.ndarray):
     exp((a - 1) D_a), RDP_a <= log(sum_g w_g exp((a - 1) a mu_g^2 / 2)) / (a - 1)."""
     finite = np.all(np.isfinite(mus), axis=-1)
     m = np.where(np.isfinite(mus), mus, 0.0)
-    deltas = np.einsum("...g,...ge->...e", weights, gdp_profile(m, PROFILE_EPSILONS))
+    deltas = 0.0
+    for g in range(m.shape[-1]):  # one group at a time: memory of one profile per configuration
+        w = weights[..., g]
+        if np.any(w > 0):
+            deltas = deltas + w[..., None] * gdp_profile(np.where(w > 0, m[..., g], 0.0), PROFILE_EPSILONS)
     a = DEFAULT_ORDERS
     with np.errstate(divide="ignore"):
         log_w = np.log(weights)[..., None, :]

@@ -252,7 +252,7 @@ def gdp_mu(step_size, noise_std, steps, *, dataset_size, gradient_sensitivity, s
 
 
 def position_mixture(step_size, noise_std, steps, *, dataset_size, gradient_sensitivity, smoothness, strong_convexity=0.0,
-                     diameter=None, batch_size=None, order: str = "shuffled", groups: int = 12):
+                     diameter=None, batch_size=None, order: str = "shuffled", groups: int = 8):
     """(weights, mus), each of shape batch + (groups + 1,): for batches in a random order unknown
     to the adversary, the last iterate is, by joint convexity, at least as private as the mixture
     sum_g weights_g G_{mu_g}: delta(eps) <= sum_g weights_g delta_{mu_g}(eps).
