@@ -454,6 +454,8 @@ def sampler_last_iterate_curve(model, pair, sampler, num_steps: int, *, method: 
     from . import sampler_constants
 
     num_steps = _validate.positive_int("num_steps", num_steps)
+    if num_steps > 2**62:
+        raise ValueError(f"num_steps={num_steps} violates num_steps <= 2^62 (an int64 step count)")
     _validate.one_of("method", method, METHODS)
     run = sampler_constants.describe_run(model, pair, sampler, num_steps, need_constants=(method == "shifted-interpolation"))
     cfg = _validate_config(run.step_size, run.noise_std, num_steps, run.dataset_size, run.gradient_sensitivity,
