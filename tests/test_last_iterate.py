@@ -14,10 +14,11 @@ import pytest
 from scipy import optimize, special
 
 from dpjax.accountants import ConstantsUnavailable, last_iterate_curve, last_iterate_gdp_mu
-from dpjax.accountants import exact, mixture
-from dpjax.accountants import last_iterate as li
-from dpjax.accountants import shifted_interpolation as si
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon
+from dpjax.accountants import analytic_gaussian_epsilon
+from dpjax.accountants.mechanisms import mixture
+from dpjax.accountants.samplers import exact
+from dpjax.accountants.samplers import last_iterate as li
+from dpjax.accountants.samplers import shifted_interpolation as si
 
 
 def _si_mu(eta, sigma, T, n, delta_g, big, small=0.0, **kw):

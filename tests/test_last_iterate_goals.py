@@ -4,7 +4,8 @@ audit's own composition bound and the failing assumption is named."""
 import numpy as np
 import pytest
 
-from dpjax.accountants import cyclic_sgld, noisy_sgd_curve
+from dpjax.accountants import noisy_sgd_curve
+from dpjax.accountants.samplers import cyclic_sgld
 from dpjax.experiments import last_iterate_goals as goals
 
 

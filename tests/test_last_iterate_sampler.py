@@ -7,8 +7,9 @@ import pytest
 
 import dpjax.models as M
 import dpjax.samplers as S
-from dpjax.accountants import ConstantsUnavailable, exact, last_iterate_gdp_mu, sampler_last_iterate_curve
-from dpjax.accountants.sampler_constants import describe_run
+from dpjax.accountants import ConstantsUnavailable, last_iterate_gdp_mu, sampler_last_iterate_curve
+from dpjax.accountants.samplers import exact
+from dpjax.accountants.samplers.sampler_constants import describe_run
 from dpjax.data import add_remove, replace_one
 from dpjax.models.constants import certify
 

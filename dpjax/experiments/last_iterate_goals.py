@@ -21,8 +21,8 @@ import math
 import numpy as np
 from scipy import special
 
-from ..accountants import cyclic_sgld as cs
-from ..accountants import last_iterate as li
+from ..accountants.samplers import cyclic_sgld as cs
+from ..accountants.samplers import last_iterate as li
 
 PAPER000_EPOCHS = (1, 5, 10, 15, 20, 25, 29)
 PAPER000_DELTA = 0.01
@@ -113,7 +113,7 @@ def breast_cancer_setting(seed: int = 0) -> dict:
 def breast_cancer_rows(steps=BREAST_CANCER_STEPS, setting: dict | None = None) -> dict:
     """The best valid bound for the released iterate at each step count, and why no hidden-state
     bound applies (the built-in model's certified constants and the failing assumption)."""
-    from ..accountants import sampler_constants
+    from ..accountants.samplers import sampler_constants
 
     s = breast_cancer_setting() if setting is None else setting
     rows = []

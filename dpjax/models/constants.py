@@ -1,6 +1,6 @@
 """Constants a model certifies for the last-iterate accountants: curvature and gradient gaps.
 
-The accountants of :mod:`dpjax.accountants.last_iterate` need, for the per-record loss
+The accountants of :mod:`dpjax.accountants.samplers.last_iterate` need, for the per-record loss
 l_i(theta) = -w log p(x_i | theta) (w: the model's ``likelihood_weight``; per-record clipped
 to norm C when the sampler clips):
 
@@ -65,7 +65,7 @@ class RecordConstants(NamedTuple):
 
 
 def _unavailable(message: str):
-    from ..accountants.last_iterate import ConstantsUnavailable
+    from ..accountants.samplers.last_iterate import ConstantsUnavailable
 
     return ConstantsUnavailable(message)
 
@@ -81,7 +81,7 @@ def _records(dataset, index=None):
 def certify(model, pair, clip_norm: Optional[float] = None) -> RecordConstants:
     """The constants of ``model``'s per-record loss on ``pair`` (see the module docstring), with
     per-record clipping at ``clip_norm`` if given. Raises
-    :class:`~dpjax.accountants.last_iterate.ConstantsUnavailable` naming the constant that cannot be
+    :class:`~dpjax.accountants.samplers.last_iterate.ConstantsUnavailable` naming the constant that cannot be
     certified and why."""
     cert = getattr(model, "curvature", None)
     name = getattr(model, "name", type(model).__name__)
