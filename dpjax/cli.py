@@ -57,6 +57,7 @@ BENCHMARKS = {
     "gpu": "gpu",
     "contamination": "contamination",
     "startup": "startup",
+    "last-iterate": "last_iterate",
 }
 
 

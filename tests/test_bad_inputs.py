@@ -180,6 +180,15 @@ REGISTRY = [
     E("equal_weight_mixture", mixture.equal_weight_mixture, dict(means=[0.0, 1.0], sds=[1.0, 1.0])),
     E("mixture_epsilon", lambda **k: mixture.mixture_epsilon(mix=MIX, **k), dict(sd=1.0, delta=0.01)),
     E("mixture_renyi", lambda **k: mixture.mixture_renyi(mix=MIX, **k), dict(sd=1.0, order=2.0)),
+    # the released last iterate (issue 22)
+    E("last_iterate_curve", dpjax.accountants.last_iterate_curve,
+      dict(step_size=0.1, noise_std=1.0, steps=10, dataset_size=20, gradient_sensitivity=2.0, smoothness=1.0, strong_convexity=0.1,
+           diameter=3.0, batching="cyclic", batch_size=4, method="auto")),
+    E("last_iterate_gdp_mu", dpjax.accountants.last_iterate_gdp_mu,
+      dict(step_size=0.1, noise_std=1.0, steps=10, dataset_size=20, gradient_sensitivity=2.0, smoothness=1.0, strong_convexity=0.1,
+           diameter=3.0, batching="shuffled", batch_size=4)),
+    E("sampler_last_iterate_curve", lambda **k: dpjax.accountants.sampler_last_iterate_curve(M.gaussian_mean(), PAIR, S.ula(0.05), **k),
+      dict(num_steps=10, method="auto")),
     # sweeps
 ]
 

@@ -45,6 +45,7 @@ from .mechanisms import (
     subsampled_gaussian_rdp,
 )
 from .samplers import exact_last_iterate_curve, exact_last_iterate_epsilon, exact_path_curve
+from .samplers import ConstantsUnavailable, last_iterate_curve, last_iterate_gdp_mu, sampler_last_iterate_curve
 
 __all__ = [
     # the curve and its algebra
@@ -85,6 +86,10 @@ __all__ = [
     "exact_last_iterate_curve",
     "exact_last_iterate_epsilon",
     "exact_path_curve",
+    "last_iterate_curve",
+    "last_iterate_gdp_mu",
+    "sampler_last_iterate_curve",
+    "ConstantsUnavailable",
     # modules and groups
     "calibration",
     "conversions",
@@ -96,7 +101,6 @@ __all__ = [
     "samplers",
     "posterior",
 ]
-
 
 def __getattr__(name: str):
     # modules that lived here before the grouping (dpjax.accountants.girsanov, ...): one

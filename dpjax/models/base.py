@@ -41,6 +41,9 @@ class Model:
     # Optional check of a dataset's fields for this model (shapes, label values); raises
     # ValueError. Called by check_dataset, which samplers and accountants may call up front.
     dataset_check: Callable[[Dataset], None] | None = None
+    # Optional constants the model certifies for the last-iterate accountants (a
+    # dpjax.models.constants.CurvatureCertificate; None: none certified).
+    curvature: object | None = None
 
     def __post_init__(self):
         for name in ("log_likelihood", "log_prior"):  # refused here, not at the first gradient

@@ -17,6 +17,7 @@ import numpy as np
 from .. import _validate as V
 from ..data import Dataset, _check_dataset, make_dataset
 from .base import shared
+from .constants import CurvatureCertificate
 from .quadratic import QuadraticModel
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -73,6 +74,7 @@ def gaussian_mean(dim: int = 1, prior_precision: float = 1.0, inverse_temperatur
         dataset_check=check,
         prior_precision=lam,
         record_quadratic=record_quadratic,
+        curvature=CurvatureCertificate("gaussian-mean", lam),
     )
 
 

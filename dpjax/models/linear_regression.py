@@ -17,6 +17,7 @@ import numpy as np
 from .. import _validate as V
 from ..data import Dataset, _check_dataset, make_dataset
 from .base import shared
+from .constants import CurvatureCertificate
 from .quadratic import QuadraticModel
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -81,6 +82,7 @@ def bayesian_linear_regression(noise_precision: float, prior_precision: float, d
         dataset_check=check,
         prior_precision=alpha,
         record_quadratic=record_quadratic,
+        curvature=CurvatureCertificate("linear-regression", alpha, beta),
     )
 
 

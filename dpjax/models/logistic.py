@@ -17,6 +17,7 @@ import numpy as np
 from .. import _validate as V
 from ..data import Dataset
 from .base import Model, shared
+from .constants import CurvatureCertificate
 from .linear_regression import _check_xy_dataset, regression_dataset
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -58,4 +59,5 @@ def logistic_regression(prior_precision: float, dim: int) -> Model:
         _check_xy_dataset(dataset, dim, "logistic_regression")
         check_binary_labels(dataset.fields["y"], "y")
 
-    return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name="logistic_regression", dataset_check=check)
+    return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name="logistic_regression", dataset_check=check,
+                 curvature=CurvatureCertificate("logistic-regression", alpha))

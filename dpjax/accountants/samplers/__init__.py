@@ -6,20 +6,27 @@ paper 001 §4–5); exact laws where the chain is Gaussian: ULA/SGLD on quadrati
 Langevin Monte Carlo towards a Gibbs posterior with Dalalyan's schedule (:mod:`.lmc`, paper 002
 App. D.2); and the laws of one-dimensional chains (including MALA) by quadrature on a grid
 (:mod:`.markov_grid`). These are the values the coupled chains' empirical lower bounds are
-checked against.
+checked against. The released last iterate of noisy (projected) GD / SGLD on convex smooth
+losses: the shifted-interpolation bound (:mod:`.shifted_interpolation`, Bok, Su & Altschuler
+2024) beside composition, behind :func:`last_iterate_curve` and, from a dpjax run (model, pair,
+sampler; :mod:`.sampler_constants`), :func:`sampler_last_iterate_curve` (:mod:`.last_iterate`).
 """
-from . import cyclic_sgld, exact, girsanov, lmc, markov_grid
+from . import cyclic_sgld, exact, girsanov, last_iterate, lmc, markov_grid, sampler_constants, shifted_interpolation
 from .cyclic_sgld import epoch_end_epsilon, epoch_end_profile, epoch_end_renyi
 from .exact import exact_last_iterate_curve, exact_last_iterate_epsilon, exact_path_curve
 from .girsanov import girsanov_curve, girsanov_epsilon, girsanov_rdp
+from .last_iterate import ConstantsUnavailable, last_iterate_curve, last_iterate_gdp_mu, sampler_last_iterate_curve
 from .lmc import lmc_privacy_delta
 
 __all__ = [
     "cyclic_sgld",
     "exact",
     "girsanov",
+    "last_iterate",
     "lmc",
     "markov_grid",
+    "sampler_constants",
+    "shifted_interpolation",
     "epoch_end_epsilon",
     "epoch_end_profile",
     "epoch_end_renyi",
@@ -30,4 +37,8 @@ __all__ = [
     "girsanov_epsilon",
     "girsanov_rdp",
     "lmc_privacy_delta",
+    "ConstantsUnavailable",
+    "last_iterate_curve",
+    "last_iterate_gdp_mu",
+    "sampler_last_iterate_curve",
 ]
