@@ -220,4 +220,12 @@ def epsilon_axis(ax, values: Iterable[float], axis: str = "y") -> None:
 from .audit import audit_summary  # noqa: E402
 from .coupled import coupled_figure, coupled_summary  # noqa: E402
 from .curves import curve_figure, curve_summary, loss_profile_figure, loss_profile_summary, renyi_figure, renyi_summary  # noqa: E402
-from .estimates import contamination_figure, contamination_summary, epsilon_estimate_summary, lower_bound_summary  # noqa: E402
+from .estimates import (  # noqa: E402
+    contamination_figure,
+    contamination_summary,
+    epsilon_estimate_summary,
+    gdp_fit_summary,
+    lower_bound_summary,
+    rdp_lower_bound_summary,
+    tradeoff_band_summary,
+)

@@ -283,7 +283,7 @@ def epsilon_estimate(
             of each side (see ``bin_pair``).
         statistic: the 1-D statistic (see ``fit_statistic``); fitted on all samples.
         num_bootstrap: number of bootstrap resamples (200 by default; 0 skips the interval).
-        confidence: level of the percentile interval, in (0, 1).
+        confidence: level of the percentile interval, in [0.5, 1).
         paired: resample rows jointly (for coupled samples); default: when n_p == n_q.
         seed: seeds the bootstrap.
 
