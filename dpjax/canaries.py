@@ -213,7 +213,7 @@ def out_of_distribution_canary(
         record={"x": features, "y": np.asarray(label)},
         kind="out-of-distribution",
         description=f"features {scale:g} units along the least-varying principal axis (sd {axis_sd:.3g} there, largest {largest_sd:.3g}), "
-                    f"label {label:g} against the fit",
+                    f"label {label:g}" + (" against the fit" if weights is not None else " (no fit given)"),
         worst_case=OUT_OF_DISTRIBUTION_WORST_CASE,
         details=dict(axis=axis, axis_sd=axis_sd, largest_sd=largest_sd, fitted_value=fitted, scale=scale),
     )
