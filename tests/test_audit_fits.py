@@ -159,6 +159,24 @@ def test_subset_split_above_the_permutation_size_keeps_pairs_together(monkeypatc
     assert 0.8 < gdp_lower_bound(p, q, seed=1).mu <= 1.0
 
 
+def test_plug_in_estimates_count_large_samples_in_chunks(monkeypatch):
+    """Above PERMUTATION_ROWS pooled rows the plug-in estimators keep only bin counts (chunked):
+    with the edges from the same rows, the point estimate is the in-memory one's, and the
+    bootstrap resamples each side's counts (pairing is not kept, so paired=True is refused)."""
+    rng = np.random.default_rng(9)
+    p, q = _pair(rng, 30_000, 1.0)
+    ref = epsilon_estimate(p, q, 1e-2, seed=1, num_bootstrap=50)
+    ref_renyi = renyi_estimate(p, q, [2.0], seed=1, num_bootstrap=20)
+    monkeypatch.setattr(samples_module, "PERMUTATION_ROWS", 10_000)
+    monkeypatch.setattr(samples_module, "CHUNK_ROWS", 4096)
+    got = epsilon_estimate(p, q, 1e-2, seed=1, num_bootstrap=50)
+    assert got.epsilon == ref.epsilon and got.num_bins == ref.num_bins and not got.paired
+    assert got.interval[0] <= got.epsilon <= got.interval[1]
+    assert renyi_estimate(p, q, [2.0], seed=1, num_bootstrap=20).rdp[0] == pytest.approx(ref_renyi.rdp[0], rel=1e-12)
+    with pytest.raises(ValueError, match="paired=True needs every row's bin"):
+        epsilon_estimate(p, q, 1e-2, paired=True)
+
+
 def test_pairs_needed_matches_the_expected_bound_and_a_pilot():
     plan = pairs_needed(3.0, 1e-3, fraction=0.9)
     assert math.isfinite(plan.pairs) and plan.expected_bound == pytest.approx(2.7, rel=2e-3)
