@@ -44,7 +44,14 @@ from . import _display, _validate
 from .accountants.curve import PrivacyCurve
 from .coupled import CoupledResult, run_coupled
 from .data import NeighbouringPair
-from .estimators import epsilon_estimate, epsilon_lower_bound, gdp_lower_bound, privacy_loss_profile, tradeoff_upper_bound
+from .estimators import (
+    epsilon_estimate,
+    epsilon_lower_bound,
+    gdp_lower_bound,
+    privacy_loss_profile,
+    rdp_lower_bound,
+    tradeoff_upper_bound,
+)
 from .estimators.gdp import MIN_SAMPLES as FIT_MIN_PAIRS
 from .estimators.statistics import Statistic, check_confidence
 from .models.base import Model
@@ -65,6 +72,8 @@ FIT_KIND = "fit (assumes GDP)"
 BAND_KIND = "band"
 # The type-I errors of the trade-off band an audit measures (log-spaced, both ends resolved).
 BAND_ALPHAS = np.array([1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9])
+# Orders at which the last iterate's RDP is certified (at the last recorded step).
+RDP_ORDERS = (2.0, 4.0, 8.0, 16.0, 32.0)
 # A certified bound above this share of the sample size's ceiling is said to be limited by it.
 CEILING_SHARE = 0.8
 
@@ -105,6 +114,8 @@ class AuditReport:
         that could not be computed and why).
     fits, bands: per recorded step, the :class:`~dpjax.estimators.GDPLowerBound` and
         :class:`~dpjax.estimators.TradeoffBand` of the last iterate (where measured).
+    rdp: at the last recorded step, the :class:`~dpjax.estimators.RDPLowerBound` of the last
+        iterate at :data:`RDP_ORDERS` (certified, all orders together), or None.
     """
 
     table: pd.DataFrame
@@ -116,6 +127,7 @@ class AuditReport:
     notes: list = dataclasses.field(default_factory=list)
     fits: dict = dataclasses.field(default_factory=dict)
     bands: dict = dataclasses.field(default_factory=dict)
+    rdp: object = None
 
     @property
     def ok(self) -> bool:
@@ -429,8 +441,33 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
     problems += [f"violation: {line}" for line in lines]
     problems += _table_problems(table)
     notes += _limits_notes(table, result, delta, confidence, fits)
+    rdp = None
+    if fits and finite_by_step.size and int(result.steps[-1]) > 0 and finite_by_step[-1].sum() >= 4:
+        keep = finite_by_step[-1]
+        rdp = rdp_lower_bound(result.positions[-1][keep], result.neighbour_positions[-1][keep], RDP_ORDERS, confidence=confidence,
+                              statistic=statistic, seed=seed + int(result.steps[-1]))
+        below = _rdp_below_certified(rdp, int(result.steps[-1]), bound_names, claim)
+        if below:
+            warnings.warn(f"PRIVACY VIOLATION: a bound's RDP lies below what the chains certify: {'; '.join(below)}",
+                          PrivacyViolationWarning, stacklevel=3)
+            problems += [f"violation: {line}" for line in below]
     return AuditReport(table=table, violations=violations.reset_index(drop=True), coupled=result, delta=delta, confidence=confidence,
-                       problems=problems, notes=notes, fits=fitted, bands=banded)
+                       problems=problems, notes=notes, fits=fitted, bands=banded, rdp=rdp)
+
+
+def _rdp_below_certified(rdp, step: int, bound_names, claim) -> list:
+    """Bounds whose RDP (at the certified orders) lies below the chains' certified RDP."""
+    out = []
+    for name in bound_names:
+        curve, _ = claim(step, "bound", name)
+        if not getattr(curve, "has_rdp", False) or np.ndim(curve.rdp) != 1:
+            continue
+        for order, value, ok in zip(rdp.orders, rdp.rdp, rdp.certified):
+            at = np.flatnonzero(np.isclose(curve.orders, order, rtol=0, atol=1e-12))
+            if ok and at.size and float(curve.rdp[at[0]]) < value:
+                out.append(f"step {step}: {name} (bound: {curve.provenance.describe()}) RDP at order {order:g} is "
+                           f"{float(curve.rdp[at[0]]):.4g} < certified {value:.4g}")
+    return out
 
 
 def _limits_notes(table: pd.DataFrame, result: CoupledResult, delta: float, confidence: float, fits: bool) -> list:

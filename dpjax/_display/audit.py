@@ -96,6 +96,11 @@ def audit_summary(report, full: bool = False, width: int = WIDTH) -> str:
         out.append(text_table(header, rows, align="lll" + "r" * len(block), width=width))
     if hidden:
         out.append(f"({hidden} more recorded step{'s' if hidden > 1 else ''}: print(report.summary(full=True)), or report.table)")
+    rdp = getattr(report, "rdp", None)
+    if rdp is not None:
+        shown = ", ".join(f"a={fmt(a, 3)}: >= {fmt(v)}" if c else f"a={fmt(a, 3)}: -" for a, v, c in zip(rdp.orders, rdp.rdp, rdp.certified))
+        out.append(wrap_text(f"RDP of the last iterate at step {steps[-1]} (certified, {conf}, all orders together; - where the "
+                             f"samples certify nothing): {shown}", width, indent="  ", first=""))
     out.append("")
     out.append(_audit_verdict(report, width))
     notes = list(getattr(report, "notes", []) or [])
@@ -264,6 +269,9 @@ def audit_figure(report, ax=None):
             if not v.empty:
                 axis.scatter(v["step"], v["epsilon"], s=140, facecolors="none", edgecolors="red", linewidths=2, label="VIOLATION",
                              zorder=5, clip_on=False)
+        from matplotlib.ticker import MaxNLocator
+
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
         axis.set_xlabel("step")
         axis.set_ylabel(f"epsilon at delta = {fmt(report.delta)}")
         axis.set_title(f"release: {released}", fontsize=10)
