@@ -12,7 +12,7 @@ import pytest
 import dpjax
 from dpjax import samplers
 from dpjax.accountants import PrivacyCurve, Provenance, pld_curve
-from dpjax.accountants.girsanov import thm54_ula_path
+from dpjax.accountants.samplers.girsanov import thm54_ula_path
 from dpjax.audit import FIT_KIND, LAST_ITERATE, PATH_AND_BATCHES, UNSTATED, PrivacyViolationWarning, audit, release_label
 from dpjax.models.gaussian_mean import gaussian_mean, gaussian_mean_dataset
 

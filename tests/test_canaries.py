@@ -8,7 +8,7 @@ import pytest
 
 import dpjax
 from dpjax import run_coupled, samplers
-from dpjax.accountants.exact import exact_last_iterate_epsilon
+from dpjax.accountants.samplers.exact import exact_last_iterate_epsilon
 from dpjax.canaries import (
     Canary,
     candidates_in_box,

@@ -174,7 +174,7 @@ PLD_INTERVALS = (1e-4, 1e-3, 1e-2, 1e-1)
 
 def _pld_with_a_feasible_grid(sigma: float, q: float, counts: np.ndarray, adjacency: str):
     """pld_curve at the finest interval of PLD_INTERVALS whose FFT fits; (curve, interval)."""
-    from .pld_accountant import pld_curve
+    from .composition.pld_accountant import pld_curve
 
     last = None
     for interval in PLD_INTERVALS:
@@ -191,7 +191,7 @@ def composition_epsilons(mechanism: SamplerMechanism, steps: Sequence[int], delt
     """eps(delta) of the path after each of ``steps`` steps by the RDP or PLD accountant, and the
     provenance (one PLD call for all step counts). Raises :class:`BoundUnavailable` where the
     accountant does not cover the configuration (RDP: Poisson sampling with replace-one)."""
-    from .noisy_sgd import noisy_sgd_curve
+    from .composition.rdp import noisy_sgd_curve
 
     counts = [mechanism.compositions(t) for t in steps]
     sigma, q = mechanism.noise_multiplier, mechanism.sampling_rate
@@ -226,8 +226,8 @@ def composition_epsilons(mechanism: SamplerMechanism, steps: Sequence[int], delt
 
 def sampler_composition_curve(sampler: LangevinSampler, pair: NeighbouringPair, num_steps: int, accountant: str = "pld") -> PrivacyCurve:
     """The path's privacy curve after ``num_steps`` steps of ``sampler`` on ``pair`` (RDP or PLD)."""
-    from .noisy_sgd import noisy_sgd_curve
-    from .pld_accountant import pld_curve
+    from .composition.rdp import noisy_sgd_curve
+    from .composition.pld_accountant import pld_curve
 
     mech = sampler_mechanism(sampler, pair)
     k = mech.compositions(num_steps)

@@ -11,10 +11,10 @@ the same run are those ideal tests.
 (a) Gaussian pairs N(0, 1) vs N(mu, 1), mu in {0.5, 1, 2, 3} (truth: the analytic Gaussian
     mechanism, Balle & Wang 2018).
 (b) ULA on Bayesian linear regression, the last iterate (Gaussian under both datasets: the exact
-    law, :mod:`dpjax.accountants.exact`).
+    law, :mod:`dpjax.accountants.samplers.exact`).
 (c) The last iterate of a Poisson-subsampled noisy sum with a gradient canary (a record whose
     clipped gradient is C every time it is sampled, flat prior): under D a binomial mixture of
-    Gaussians, under D' one Gaussian (truth: :func:`dpjax.accountants.mixture.mixture_epsilon`).
+    Gaussians, under D' one Gaussian (truth: :func:`dpjax.accountants.mechanisms.mixture.mixture_epsilon`).
 (d) Paper 000's Figure 1 (cyclic SGLD on the eq. 7 pair, exact: Gaussian vs n-component
     mixture); on a CPU at n = 1,000 records, epoch 5; ``--full``: n = 1,149,019, epoch 25
     (exact 4.94 at delta = 0.01), 262,144 pairs.
@@ -131,7 +131,7 @@ def _measure(p, q, truth: float, delta: float, seed: int, law_p=None, law_q=None
 def case_gaussian(samples: int, delta: float, seed: int) -> list:
     from scipy import stats
 
-    from ..accountants.gaussian_divergence import analytic_gaussian_epsilon
+    from ..accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -148,8 +148,8 @@ def case_ula_linear(pairs: int, delta: float, seed: int) -> list:
     from scipy import stats
 
     from .. import replace_one, run_coupled, samplers
-    from ..accountants.exact import ula_law
-    from ..accountants.gaussian_divergence import gaussian_epsilon
+    from ..accountants.samplers.exact import ula_law
+    from ..accountants.mechanisms.gaussian_divergence import gaussian_epsilon
     from ..models import bayesian_linear_regression, quadratic_form, regression_dataset
 
     x = np.linspace(-1.0, 1.0, 20)
@@ -198,7 +198,7 @@ def case_noisy_sum(pairs: int, delta: float, seed: int) -> list:
     from scipy import stats
 
     from .. import run_coupled
-    from ..accountants.mixture import GaussianMixture1D, mixture_epsilon
+    from ..accountants.mechanisms.mixture import GaussianMixture1D, mixture_epsilon
 
     rate, steps = 0.2, 25
     model, pair, sampler, shift, step_sd = noisy_sum_setup(rate=rate)
@@ -219,7 +219,7 @@ def case_noisy_sum(pairs: int, delta: float, seed: int) -> list:
 
 def case_figure1(pairs: int, n: int, epoch: int, delta: float, seed: int) -> list:
     from .. import run_coupled
-    from ..experiments.sgld_interim_mc import eq7_coupled_setup, exact_epoch_epsilon, figure1_c
+    from ..experiments.sgld_interim.monte_carlo import eq7_coupled_setup, exact_epoch_epsilon, figure1_c
 
     problem, model, pair, sampler, prior = eq7_coupled_setup(n, c=figure1_c(n), alpha=0.1, beta=1.0, x_high=1.8)
     truth = exact_epoch_epsilon(problem, epoch, delta)

@@ -95,7 +95,7 @@ class GDPLowerBound:
     def epsilon(self, delta) -> float:
         """eps(delta) of the Gaussian mechanism at ``mu``: a lower bound on the pair's eps(delta)
         at the stated confidence **if its trade-off is Gaussian** (a fit, not a certified bound)."""
-        from ..accountants.gaussian_divergence import analytic_gaussian_epsilon
+        from ..accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
 
         return float(analytic_gaussian_epsilon(self.mu, check_delta(delta)))
 

@@ -63,7 +63,7 @@ class PairsPlan:
 
 def _gaussian_mu(epsilon: float, delta: float) -> float:
     """The mu whose Gaussian mechanism has eps(delta) = ``epsilon``."""
-    from ..accountants.gaussian_divergence import analytic_gaussian_epsilon
+    from ..accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
 
     hi = 1.0
     while analytic_gaussian_epsilon(hi, delta) < epsilon:
@@ -113,7 +113,7 @@ def pairs_needed(
     if (epsilon is None) == (pilot is None):
         raise ValueError("pass exactly one of epsilon= (a target eps at delta) and pilot= ((samples_p, samples_q) of a pilot run)")
     if pilot is not None:
-        from ..accountants.gaussian_divergence import analytic_gaussian_epsilon
+        from ..accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
         from .gdp import gdp_lower_bound
 
         if not (isinstance(pilot, (tuple, list)) and len(pilot) == 2):

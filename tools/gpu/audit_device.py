@@ -12,7 +12,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon
+from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
 from dpjax.estimators import epsilon_lower_bound, gdp_lower_bound, tradeoff_upper_bound
 
 n = int(float(sys.argv[1])) if len(sys.argv) > 1 else 100_000_000
