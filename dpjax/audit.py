@@ -208,7 +208,10 @@ def _auto_bounds(model: Model, pair: NeighbouringPair, sampler: LangevinSampler,
             notes.append(f"last-iterate bound: {why} (composition bounds only)")
             rows = {}
             break
-        rows[int(t)] = _Claim(float(curve.epsilon(delta)), LAST_ITERATE, curve.provenance.describe())
+        # the release the curve states: the accountant falls back to composition (the path, which
+        # covers the last iterate by post-processing) where the model's constants are uncertified
+        released = release_label(curve.provenance.released)
+        rows[int(t)] = _Claim(float(curve.epsilon(delta)), released, curve.provenance.describe())
     if rows:
         claims["last iterate (sampler)"] = rows
     return claims, notes
