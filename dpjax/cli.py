@@ -58,6 +58,7 @@ BENCHMARKS = {
     "contamination": "contamination",
     "startup": "startup",
     "last-iterate": "last_iterate",
+    "audit": "audit",
 }
 
 

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dpjax"
 # benchmarks may run reproductions; the reproductions may use anything)
 LIBRARY = (
     "dpjax.data", "dpjax.models", "dpjax.samplers", "dpjax.engine", "dpjax.accountants", "dpjax.estimators",
-    "dpjax.audit", "dpjax.sweep", "dpjax.coupled", "dpjax._display", "dpjax._validate", "dpjax._floats", "dpjax._x64",
+    "dpjax.audit", "dpjax.canaries", "dpjax.sweep", "dpjax.coupled", "dpjax._display", "dpjax._validate", "dpjax._floats", "dpjax._x64",
     "dpjax._moved",
 )
 

@@ -317,7 +317,7 @@ def privacy_loss_profile(
             A non-finite value raises, naming the chunk and index.
         epsilons: grid of eps >= 0.
         orders: Rényi orders > 1 (may be empty).
-        confidence: in (0, 1).
+        confidence: in [0.5, 1).
         num_blocks: the sample is dealt into this many interleaved blocks (sample j to block
             j mod num_blocks) for the RDP bootstrap.
         num_bootstrap: resamples of the blocks for the RDP interval (1000 by default).

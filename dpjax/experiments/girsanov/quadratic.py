@@ -223,7 +223,7 @@ def run(args) -> tuple[dict, object]:
 def _figure(results: dict):
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 5.4))
     steps = results["steps"]
     panels = (
         ("ULA (Theorems 5.2, 5.4)", [
@@ -254,7 +254,7 @@ def _figure(results: dict):
         ax.set_ylabel(f"RDP / order (any order; a = {results['order']:g})")
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, frameon=False)  # below: never over the curves
     p = results["parameters"]
     fig.suptitle(f"paper 001 closed-form case: c={p['c']:g}, mu={p['mu']:g}, L={p['L']:g}, step size={p['step_size']:g}", fontsize=11)
     fig.tight_layout()
