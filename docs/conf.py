@@ -47,7 +47,7 @@ autosummary_generate = True
 autosummary_ignore_module_all = False
 autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
-autodoc_default_options = {"members": True, "show-inheritance": False}
+autodoc_default_options = {"members": True}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 
@@ -57,6 +57,11 @@ html_title = f"dpjax {release}"
 html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    # the sidebar shows the open branch only: building the whole tree into each of the ~250
+    # pages was a third of the build's time
+    "collapse_navigation": True,
+    "max_navbar_depth": 2,
+    "show_navbar_depth": 1,
 }
 html_static_path: list[str] = []
 html_last_updated_fmt = None

@@ -15,18 +15,19 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def _page_params():
+    """Every page with a python block to run (README.md and docs/**/*.md, found anew each run)."""
     params = []
     for path in ex.pages():
-        marks = [pytest.mark.slow] if ex.SLOW_MARK in path.read_text(encoding="utf-8") else []
+        text = path.read_text(encoding="utf-8")
+        if not any(b.language == "python" and not b.skip for b in ex.parse_blocks(text)):
+            continue
+        marks = [pytest.mark.slow] if ex.SLOW_MARK in text else []
         params.append(pytest.param(path, id=str(path.relative_to(ex.ROOT)), marks=marks))
     return params
 
 
 @pytest.mark.parametrize("page", _page_params())
 def test_page_prints_what_it_shows(page: pathlib.Path, tmp_path: pathlib.Path):
-    blocks = ex.parse_blocks(page.read_text(encoding="utf-8"))
-    if not any(b.language == "python" and not b.skip for b in blocks):
-        pytest.skip("no python block to run")
     # a fresh interpreter per page: a page's global settings (jax.config, warnings filters)
     # cannot leak into other tests, and the page runs as a reader would run it
     env = dict(os.environ, MPLBACKEND="Agg")
@@ -37,6 +38,11 @@ def test_page_prints_what_it_shows(page: pathlib.Path, tmp_path: pathlib.Path):
 
 # ----------------------------------------------------------------------------------------
 # the comparison itself
+
+
+def test_the_readme_and_the_guide_are_among_the_pages():
+    ids = {p.id for p in _page_params()}
+    assert {"README.md", "docs/guide/getting_started.md", "docs/guide/accounting.md"} <= ids, ids
 
 
 def test_a_stale_number_fails_and_last_digit_rounding_passes():
