@@ -22,6 +22,7 @@ import pending_pages  # noqa: E402  (the guide pages other branches are still wr
 BUILD_TIMEOUT_S = 900
 
 
+@pytest.mark.slow  # 1.5-2 min of CPU: ~250 pages, ~200 of them generated API pages
 def test_docs_build_with_warnings_as_errors_and_no_network(tmp_path):
     # build a copy: autosummary writes its generated pages into the source folder
     source = tmp_path / "docs"
@@ -34,7 +35,7 @@ def test_docs_build_with_warnings_as_errors_and_no_network(tmp_path):
     env.pop("no_proxy", None), env.pop("NO_PROXY", None)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(source), str(out)],
-                          env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     seconds = time.perf_counter() - t0
     assert done.returncode == 0, f"sphinx-build failed ({seconds:.0f} s):\n{done.stderr[-20000:]}"
     print(f"docs built in {seconds:.1f} s")
@@ -133,3 +134,24 @@ def test_relative_links_point_at_files_that_exist(page):
         if not resolved.exists() and resolved not in arriving:
             broken.append(target)
     assert not broken, f"{page.relative_to(ROOT)} links to files that do not exist: {broken}"
+
+
+# ----------------------------------------------------------------------------------------
+# the pages use today's module paths, not the ones kept working for a release after a move
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md"] + sorted(DOCS.rglob("*.md")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_pages_name_no_moved_module_path(page):
+    moved = pytest.importorskip("dpjax._moved").MOVED
+    if "_build" in page.parts:
+        pytest.skip("build output")
+    text = page.read_text(encoding="utf-8")
+    if page.name == "layout.md":  # the page that lists the old paths on purpose
+        pytest.skip("names the old paths on purpose")
+    old = sorted({m.group() for m in re.finditer(r"dpjax(?:\.\w+)+", text) if any(m.group() == o or m.group().startswith(o + ".") for o in moved)})
+    assert not old, f"{page.relative_to(ROOT)} names moved module paths: " + ", ".join(f"{o} (now {_new_path(o, moved)})" for o in old)
+
+
+def _new_path(old: str, moved: dict) -> str:
+    prefix = max((o for o in moved if old == o or old.startswith(o + ".")), key=len)
+    return moved[prefix] + old[len(prefix):]

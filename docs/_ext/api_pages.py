@@ -2,10 +2,11 @@
 and for tests/test_docs.py), and one documented home per class.
 
 The package pages list public names in ``.. autosummary::`` directives (inside ```{eval-rst}
-blocks, where autosummary finds them) after a ``.. currentmodule::``. A class listed there is
-also a member of the module that defines it, whose page documents its members; documenting it
-twice would register two descriptions of one object, so a module page leaves out the classes
-that a package page lists (its own page is the one cross-references lead to).
+blocks, where autosummary finds them) after a ``.. currentmodule::``. A name listed there is
+also a member of the module that defines it (and of a group package that re-exports it), whose
+page documents its members; documenting it twice would register two descriptions of one
+object, so a module page leaves out what a package page lists: each function, class or
+constant has one page, the one cross-references lead to.
 """
 from __future__ import annotations
 
@@ -46,23 +47,23 @@ def resolve(module_name: str, name: str):
     return importlib.import_module(f"{module_name}.{name}")
 
 
-def _listed_classes(app) -> None:
-    classes = set()
+def _listed_objects(app) -> None:
+    listed = set()
     for module_name, names in documented_names(pathlib.Path(app.srcdir) / "api").items():
         for name in names:
             obj = resolve(module_name, name)
-            if inspect.isclass(obj):
-                classes.add(id(obj))
-    app.env.dpjax_listed_classes = classes
+            if not inspect.ismodule(obj):
+                listed.add(id(obj))
+    app.env.dpjax_listed_objects = listed
 
 
-def _skip_listed_class(app, what, name, obj, skip, options):
-    if what == "module" and inspect.isclass(obj) and id(obj) in getattr(app.env, "dpjax_listed_classes", ()):
+def _skip_listed(app, what, name, obj, skip, options):
+    if what == "module" and not inspect.ismodule(obj) and id(obj) in getattr(app.env, "dpjax_listed_objects", ()):
         return True
     return None
 
 
 def setup(app):
-    app.connect("builder-inited", _listed_classes)
-    app.connect("autodoc-skip-member", _skip_listed_class)
+    app.connect("builder-inited", _listed_objects)
+    app.connect("autodoc-skip-member", _skip_listed)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

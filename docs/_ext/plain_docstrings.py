@@ -130,9 +130,15 @@ def _hanging_blocks(lines: list[str]) -> list[str]:
     return out
 
 
+def _is_type_docstring(obj, lines: list[str]) -> bool:
+    """True when ``lines`` are the docstring of ``obj``'s type (a constant has none of its own)."""
+    paragraphs = [" ".join(p.split()) for p in (getattr(type(obj), "__doc__", None) or "").split("\n\n")]
+    shown = " ".join(" ".join(lines).split())
+    return any(len(p) > 20 and p[:80] in shown for p in paragraphs[:2])
+
+
 def process_docstring(app, what, name, obj, options, lines: list[str]) -> None:
-    type_doc = (getattr(type(obj), "__doc__", None) or "").strip()
-    if what in ("data", "attribute") and type_doc and lines and type_doc.startswith("\n".join(lines).strip()[:60]):
+    if what in ("data", "attribute") and _is_type_docstring(obj, lines):
         lines[:] = []  # a constant (an array, a float) would show its type's docstring
         return
     if not lines:
