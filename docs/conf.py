@@ -63,5 +63,6 @@ html_theme_options = {
     "max_navbar_depth": 2,
     "show_navbar_depth": 1,
 }
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["dpjax.css"]  # a wider article column for the result tables
 html_last_updated_fmt = None
