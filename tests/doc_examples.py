@@ -34,7 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SKIP_MARK = "<!-- example: skip -->"
 SLOW_MARK = "<!-- example: slow -->"
 ELLIPSIS = "..."
-_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
+_FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")  # indented too: fences in list items
 
 
 @dataclasses.dataclass

@@ -106,3 +106,11 @@ def test_a_failing_block_is_reported_with_its_line():
 def test_write_keeps_head_and_tail_of_an_ellipsis():
     assert ex._written("a 1\n...\nz 9\n", "a 2\nb\nc\nz 8\n") == "a 2\n...\nz 8\n"
     assert ex._written("old\n", "new 1\nnew 2\n") == "new 1\nnew 2\n"
+
+
+def test_a_block_inside_a_list_item_runs_too():
+    page = "- an item:\n\n    ```python\n    print(2 + 2)\n    ```\n\n    ```text\n    4\n    ```\n"
+    blocks = ex.parse_blocks(page)
+    assert blocks[0].code == "print(2 + 2)\n" and blocks[0].followed_by.code == "4\n"
+    runs, _ = ex.run_blocks(blocks, "page.md", pathlib.Path.cwd())
+    assert not ex.problems(runs, "page.md")
