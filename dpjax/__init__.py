@@ -5,6 +5,10 @@ and empirical divergence estimates with honest confidence.
 """
 from __future__ import annotations
 
+from . import _moved
+
+_moved.install()  # old module paths (before issue 25's reorganisation) keep working for one release
+
 from .data import Dataset, NeighbouringPair, add_remove, make_dataset, make_pair, replace_one
 from .models.base import Model
 from .accountants.curve import PrivacyCurve, Provenance

@@ -23,24 +23,24 @@ from pathlib import Path
 
 import numpy as np
 
-# NAME on the command line -> module under dpjax.experiments
+# NAME on the command line -> module under dpjax.experiments (a package per paper)
 EXPERIMENTS = {
-    "sgld-interim": "sgld_interim",
-    "girsanov-quadratic": "girsanov_quadratic",
-    "gibbs-gaussian-mean": "gibbs_gaussian_mean",
-    "contamination-mean": "contamination_mean",
-    "contamination-logistic": "contamination_logistic",
-    "contamination-linear": "contamination_linear",
-    "contamination-cauchy": "contamination_cauchy",
-    "contamination-mean-estimation": "contamination_mean_estimation",
-    "expfam-beta": "expfam_beta",
-    "mcmc-asymptotic": "mcmc_asymptotic",
-    "noisy-monte-carlo": "noisy_monte_carlo",
-    "wasserstein-bound": "wasserstein_bound",
-    "sgld-interim-proof": "sgld_interim_proof",
-    "girsanov-double-well": "girsanov_double_well",
-    "expfam-glm": "expfam_glm",
-    "gibbs-lmc": "gibbs_lmc",
+    "sgld-interim": "sgld_interim.figure1",
+    "girsanov-quadratic": "girsanov.quadratic",
+    "gibbs-gaussian-mean": "gibbs.gaussian_mean",
+    "contamination-mean": "contamination.mean",
+    "contamination-logistic": "contamination.logistic",
+    "contamination-linear": "contamination.linear",
+    "contamination-cauchy": "contamination.cauchy",
+    "contamination-mean-estimation": "contamination.mean_estimation",
+    "expfam-beta": "expfam.beta",
+    "mcmc-asymptotic": "girsanov.mcmc_asymptotic",
+    "noisy-monte-carlo": "girsanov.noisy_monte_carlo",
+    "wasserstein-bound": "sgld_interim.wasserstein_bound",
+    "sgld-interim-proof": "sgld_interim.proof",
+    "girsanov-double-well": "girsanov.double_well",
+    "expfam-glm": "expfam.glm",
+    "gibbs-lmc": "gibbs.lmc",
     "breast-cancer-audit": "breast_cancer_audit",
 }
 BENCHMARKS = {

@@ -30,7 +30,12 @@ import dpjax
 from dpjax import data as D
 from dpjax import models as M
 from dpjax import samplers as S
-from dpjax.accountants import conversions, exact, expfam, gaussian, gaussian_divergence as gd, gibbs, girsanov, mixture, noisy_sgd, posterior
+from dpjax.accountants import conversions
+from dpjax.accountants.posterior import gaussian as posterior
+from dpjax.accountants.samplers import exact, girsanov
+from dpjax.accountants.posterior import expfam, gibbs
+from dpjax.accountants.mechanisms import gaussian, gaussian_divergence as gd, mixture
+from dpjax.accountants.composition import rdp as noisy_sgd
 from dpjax.accountants.curve import PrivacyCurve, Provenance
 from dpjax.audit import audit as dpjax_audit
 from dpjax.estimators import epsilon_estimate, epsilon_lower_bound, oracle_lower_bound, privacy_loss_profile, renyi_estimate, resolution_ceiling

@@ -239,9 +239,9 @@ def test_bad_inputs_get_clear_errors(entry):
     assert not bad, "\n".join(f"{o.argument}={o.label}: {o.verdict}: {o.detail}" for o in bad)
 
 
-# --- the PLD accountant (runs once dpjax.accountants.pld exists) -----------------------------
+# --- the PLD accountant (runs once dpjax.accountants.composition.pld exists) -----------------------------
 def test_pld_calibration_meets_its_target_and_beats_rdp():
-    pytest.importorskip("dpjax.accountants.pld")
+    pytest.importorskip("dpjax.accountants.composition.pld")
     from dpjax.accountants import pld_curve as pld_curve_fine
 
     # a grid of 1e-3 nats (10x dp_accounting's default) keeps the test fast; the calibration
@@ -267,7 +267,7 @@ def test_pld_calibration_meets_its_target_and_beats_rdp():
 
 def test_pld_accountant_missing_is_a_clear_error():
     try:
-        import dpjax.accountants.pld  # noqa: F401
+        import dpjax.accountants.composition.pld  # noqa: F401
     except ImportError:
         with pytest.raises(ValueError, match="accountant='rdp'"):
             calibrate_noise_multiplier(1.0, 1e-5, 0.1, 10)

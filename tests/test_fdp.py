@@ -21,8 +21,8 @@ from scipy.stats import norm
 
 from dpjax.accountants import PrivacyCurve, Provenance, noisy_sgd_curve
 from dpjax.accountants import fdp
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_delta
-from dpjax.accountants.laplace import laplace_curve
+from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_delta
+from dpjax.accountants.mechanisms.laplace import laplace_curve
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from test_bad_inputs import Entry, problems, run_entry  # noqa: E402
@@ -190,7 +190,7 @@ class ExactGaussianCurve:
         return np.asarray(analytic_gaussian_delta(self.mu, epsilon), dtype=float)
 
     def epsilon(self, delta, conversion="balle"):
-        from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon
+        from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
 
         return np.float64(analytic_gaussian_epsilon(self.mu, float(delta)))
 

@@ -18,9 +18,9 @@ from dp_accounting.rdp import rdp_privacy_accountant as dpa
 
 from dpjax.accountants import PrivacyCurve, Provenance, gaussian_rdp, noisy_sgd_curve, rdp_to_delta, rdp_to_epsilon
 from dpjax.accountants import subsampled_gaussian_rdp
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_delta
+from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_delta
 from dpjax.accountants.group import group_profile, group_rdp
-from dpjax.accountants.laplace import laplace_curve, laplace_delta, laplace_rdp
+from dpjax.accountants.mechanisms.laplace import laplace_curve, laplace_delta, laplace_rdp
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from test_bad_inputs import Entry, problems, run_entry  # noqa: E402

@@ -30,7 +30,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from .. import _validate
-from .pld_accountant import ADJACENCY_SPELLINGS
+from .composition.pld_accountant import ADJACENCY_SPELLINGS
 
 ACCOUNTANTS = ("pld", "rdp")
 _NOISE_RANGE = (1e-2, 1e9)
@@ -74,7 +74,7 @@ class Calibration:
 # accountants: eps for arrays of (sigma, q, steps) at delta
 def _pld_curve():
     """dpjax.accountants.pld_curve (the PLD accountant, where this dpjax has it)."""
-    from .pld_accountant import pld_curve
+    from .composition.pld_accountant import pld_curve
 
     return pld_curve
 
@@ -103,7 +103,7 @@ class _Accountant:
 
     def per_step_rdp(self, sigma: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(orders, per-step RDP of shape (n, orders)) through noisy_sgd_curve (one step)."""
-        from .noisy_sgd import noisy_sgd_curve
+        from .composition.rdp import noisy_sgd_curve
 
         n = sigma.size
         # pad to a power of two: the RDP kernels compile once per array size
@@ -127,7 +127,7 @@ class _Accountant:
             # the batched path: the pessimistic eps of every configuration sharing a delta in one
             # call, keeping no distributions and skipping the optimistic side (a calibration
             # needs only the bound); the same numbers as pld_curve(...).epsilon(delta)
-            from .pld_accountant import pld_epsilons
+            from .composition.pld_accountant import pld_epsilons
 
             for d in np.unique(delta):
                 sel = np.flatnonzero(delta == d)

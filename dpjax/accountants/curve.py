@@ -63,7 +63,7 @@ class PrivacyCurve:
     rdp: Optional[np.ndarray] = None
     epsilons: Optional[np.ndarray] = None
     deltas: Optional[np.ndarray] = None
-    pld: Optional[object] = None  # a pld_accountant.PLDBracket (pessimistic and optimistic PLDs)
+    pld: Optional[object] = None  # a composition.pld_bracket.PLDBracket (pessimistic and optimistic PLDs)
     provenance: Provenance = dataclasses.field(default=Provenance("unspecified"), metadata=dict(static=True))
 
     # --- construction -------------------------------------------------------------------
@@ -91,7 +91,7 @@ class PrivacyCurve:
     def from_pld(cls, bracket, provenance: Provenance) -> "PrivacyCurve":
         """A curve backed by privacy-loss distributions (:func:`dpjax.accountants.pld_curve`):
         ``epsilon``/``delta`` are the pessimistic values, :meth:`optimistic` the companion."""
-        from .pld_accountant import PLDBracket
+        from .composition.pld_bracket import PLDBracket
 
         if not isinstance(bracket, PLDBracket):
             raise TypeError(f"bracket must be a PLDBracket; got {type(bracket).__name__}")

@@ -20,10 +20,10 @@ downloaded):
    + sqrt(2 gamma T) z, with Poisson batches (each record independently with probability q),
    clip norm C and a temperature T set so that the per-step noise multiplier is
    ``--noise-multiplier`` sigma: T = sigma^2 C^2 gamma / (2 q^2)
-   (:func:`dpjax.accountants.noisy_sgd.langevin_noise_multiplier` inverts it).
+   (:func:`dpjax.accountants.composition.rdp.langevin_noise_multiplier` inverts it).
 4. **Side by side, at several step counts:** the accountants' upper bounds on eps(delta) (RDP of
    the Poisson-subsampled Gaussian mechanism composed over the steps,
-   :func:`dpjax.accountants.noisy_sgd.noisy_sgd_curve`; the tighter PLD accountant
+   :func:`dpjax.accountants.composition.rdp.noisy_sgd_curve`; the tighter PLD accountant
    ``dpjax.accountants.pld_curve`` as well when this build has it), the certified 95% lower
    bound on the last iterate's eps from coupled chain pairs (:func:`dpjax.audit.audit`), and
    the test accuracy a released iterate reaches (per chain, against the non-private MAP fit by
@@ -158,7 +158,7 @@ def temperature_for(noise_multiplier: float, step_size: float, clip: float, rate
 
 def accountant_bounds(steps, noise_multiplier: float, rate: float, delta: float) -> dict:
     """eps(delta) per step count from the accountants: RDP always; PLD where this build has it."""
-    from ..accountants.noisy_sgd import noisy_sgd_curve
+    from ..accountants.composition.rdp import noisy_sgd_curve
 
     out = {"rdp": [float(noisy_sgd_curve(int(t), noise_multiplier, rate, adjacency="add_remove").epsilon(delta)) for t in steps]}
     rdp = noisy_sgd_curve(1, noise_multiplier, rate, adjacency="add_remove")
@@ -279,7 +279,7 @@ def _has_pld() -> bool:
 
 
 def _bound_specs(p) -> dict:
-    from ..accountants.noisy_sgd import noisy_sgd_curve
+    from ..accountants.composition.rdp import noisy_sgd_curve
 
     specs = {"RDP accountant": lambda t: noisy_sgd_curve(int(t), p["sigma"], p["rate"], adjacency="add_remove")}
     if _has_pld():
