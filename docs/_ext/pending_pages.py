@@ -12,7 +12,7 @@ import pathlib
 import re
 
 # docs/-relative names (without .md) of pages written on other branches
-ARRIVING = {"guide/auditing", "guide/engine", "guide/last_iterate", "guide/layout", "guide/sweeps"}
+ARRIVING = {"guide/auditing", "guide/engine", "guide/last_iterate", "guide/sweeps"}
 
 _LINK = re.compile(r"\[(?P<text>[^\]]+)\]\((?P<target>[^)#\s]+\.md)(?P<anchor>#[^)\s]*)?\)")
 
