@@ -526,12 +526,13 @@ def _explain(err: _Limit, problem: _Problem, acc: _Accountant, target, delta, fi
         return ValueError(f"every number of steps up to max_steps={int(hi)} meets target_epsilon for {where}; raise max_steps")
     if err.kind == "floor":
         return ValueError(
-            f"accountant='pld' cannot certify delta={delta[i]:g} for {where}: at {p}={err.detail} its pessimistic eps is inf, "
-            f"because delta lies below the PLD's delta floor (the mass it must put at +inf: what may lie beyond its window, "
-            f"tail_mass={acc.tail:g}, and round-off); use accountant='rdp', or a smaller tail_mass in pld_options")
+            f"accountant='pld' cannot certify delta={delta[i]:g} for {where}: where the search went ({p}={err.detail}) its "
+            f"pessimistic eps is inf, because delta lies below the PLD's delta floor (the mass it must put at +inf: one "
+            f"step's loss beyond its grid and what may lie beyond the composed window, both set by tail_mass={acc.tail:g}); "
+            "use accountant='rdp', or a smaller tail_mass in pld_options")
     if err.kind == "grid":
         return ValueError(
-            f"accountant='pld' cannot evaluate {p}={err.detail} for {where}: its PLD needs an FFT of more than "
+            f"accountant='pld' cannot evaluate {p}={err.detail} (where the search went) for {where}: its PLD needs an FFT of more than "
             f"{_max_grid()} points even at value_discretization_interval={_MAX_INTERVAL:g}; use accountant='rdp'")
     if err.kind == "resolution":
         h, moved = err.detail.split(":")
@@ -559,7 +560,7 @@ def _calibrate(problem: _Problem, acc: _Accountant, shape, target, delta, fixed_
     try:
         res = _solve(problem, acc, target, delta)
     except _Limit as err:
-        fixed = ", ".join(f"{k}={np.broadcast_to(v, target.shape)[err.index]:g}" for k, v in fixed_names.items())
+        fixed = ", ".join(f"{k}={_validate._fmt(np.broadcast_to(v, target.shape)[err.index].item())}" for k, v in fixed_names.items())
         raise _explain(err, problem, acc, target, delta, fixed) from None
     value = problem.value(res["x_ok"])
     rejected = np.where(np.isnan(res["x_bad"]), np.nan, problem.value(np.where(np.isnan(res["x_bad"]), 0.0, res["x_bad"])))

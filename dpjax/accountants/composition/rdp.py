@@ -103,7 +103,9 @@ def _resolve_order(args: tuple, kwargs: dict) -> tuple:
         _convention.deprecated("noisy_sgd_curve(num_steps=...)", "steps=...")
         if "steps" in kwargs or len(args) >= 3:
             raise TypeError("noisy_sgd_curve() got both num_steps= (deprecated) and steps; pass steps alone")
-        kwargs["steps"] = old_keyword
+        kwargs["steps"] = _validate.positive_int("num_steps", old_keyword)  # named as passed
+        if len(args) < 2:
+            kwargs.setdefault("sampling_rate", 1.0)  # the previous release's default
     positional_old = False
     if len(args) > 3 or (len(args) in (2, 3) and "steps" not in kwargs):
         a = args
@@ -123,7 +125,9 @@ def _resolve_order(args: tuple, kwargs: dict) -> tuple:
         if len(args) > len(old_names):
             raise TypeError(f"noisy_sgd_curve() takes at most {len(old_names)} positional arguments in the deprecated order")
         given = dict(zip(old_names, args))
-        given.setdefault("sampling_rate", 1.0)
+        given["steps"] = _validate.positive_int("num_steps", given["steps"])
+        if "sampling_rate" not in kwargs:
+            given.setdefault("sampling_rate", 1.0)
         _convention.deprecated("noisy_sgd_curve(num_steps, noise_multiplier, sampling_rate)",
                                "noisy_sgd_curve(noise_multiplier, sampling_rate, steps)")
     elif len(args) > 3:
@@ -175,7 +179,7 @@ def noisy_sgd_curve(*args, **kwargs) -> PrivacyCurve:
 def _noisy_sgd_curve(noise_multiplier, sampling_rate, steps, *, orders=None, adjacency: str = "add-remove",
                      accountant: str = "rdp", **pld_options) -> PrivacyCurve:
     steps = _validate.positive_int("steps", steps)
-    adjacency = _convention.adjacency(adjacency)
+    passed_adjacency, adjacency = adjacency, _convention.adjacency(adjacency)
     _validate.one_of("accountant", accountant, ACCOUNTANTS)
     if accountant == "pld":
         from .pld_accountant import pld_curve
@@ -187,22 +191,23 @@ def _noisy_sgd_curve(noise_multiplier, sampling_rate, steps, *, orders=None, adj
         return dataclasses.replace(curve, provenance=prov)
     if pld_options:
         raise TypeError(f"noisy_sgd_curve() got options {sorted(pld_options)} that only accountant='pld' takes")
-    return _rdp_curve(noise_multiplier, sampling_rate, steps, orders, adjacency)
+    return _rdp_curve(noise_multiplier, sampling_rate, steps, orders, adjacency, passed_adjacency)
 
 
-def _rdp_curve(noise_multiplier, sampling_rate, steps: int, orders, adjacency: str) -> PrivacyCurve:
-    """The RDP accountant's curve for checked ``steps`` and canonical ``adjacency``."""
+def _rdp_curve(noise_multiplier, sampling_rate, steps: int, orders, adjacency: str, passed_adjacency=None) -> PrivacyCurve:
+    """The RDP accountant's curve for checked ``steps`` and canonical ``adjacency`` (errors
+    name ``passed_adjacency``, the spelling the caller used)."""
     orders = DEFAULT_ORDERS if orders is None else np.asarray(orders, dtype=np.float64)
     q = np.asarray(sampling_rate, dtype=np.float64)
     sigma = np.asarray(noise_multiplier, dtype=np.float64)
     if np.any(~((q >= 0) & (q <= 1))):
-        raise ValueError(f"sampling_rate={_validate._fmt(sampling_rate)} violates 0 <= sampling_rate <= 1")
+        raise ValueError(f"sampling_rate={sampling_rate!r} violates 0 <= sampling_rate <= 1")
     if np.any(~((sigma > 0) & np.isfinite(sigma))):
-        raise ValueError(f"noise_multiplier={_validate._fmt(noise_multiplier)} violates noise_multiplier > 0 (finite)")
+        raise ValueError(f"noise_multiplier={noise_multiplier!r} violates noise_multiplier > 0 (finite)")
     subsampled = bool(np.any(q < 1))
     if subsampled and adjacency != "add-remove":
         raise ValueError(
-            f"adjacency={adjacency!r} with sampling_rate < 1 is not supported by the RDP accountant: the Poisson-subsampled "
+            f"adjacency={passed_adjacency or adjacency!r} with sampling_rate < 1 is not supported by the RDP accountant: the Poisson-subsampled "
             "Gaussian bound (Mironov, Talwar, Zhang 2019) holds for add-remove adjacency; accountant='pld' handles "
             "replace-one (its mixture-vs-mixture pair)")
     per_step = subsampled_gaussian_rdp(q[..., None], sigma[..., None], orders)
