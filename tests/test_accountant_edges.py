@@ -57,7 +57,7 @@ def test_tilted_bound_holds_and_certifies_tiny_masses_that_round_off_alone_canno
         lambdas, lm_pos, lm_neg = pld_module.chernoff_log_mgf(p[None, :], np.array([-30]), np.full(1, float(steps)), h)
         out, inf, tau_up, tau_lo, roundoff = pld_module._compose_one(
             n, h, p[None, :], np.zeros(1), args[1], args[2], np.array([30]), -30 * steps, lambdas, lm_pos, lm_neg)
-        lam = pld_module.tilt_order(lambdas, lm_pos)
+        lam = pld_module.tilt_order(p[None, :], args[1], args[2], h, 1e-13)
         bound = pld_module.tilted_upper_bound(n, h, p[None, :], args[1], args[2], np.array([30]), -30 * steps, lam, 8)
         pess, inf_pess = pld_module.pessimistic_window(out, inf, tau_up, tau_lo, roundoff, bound)
     pess = np.asarray(pess)[: exact.size]

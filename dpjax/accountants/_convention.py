@@ -45,22 +45,21 @@ def deprecated(old: str, new: str) -> None:
                   "(dpjax's one convention: docs/guide/conventions.md)", DeprecationWarning, stacklevel=_outside_dpjax())
 
 
+def _spelling(name: str, value: Any, accepted: tuple, deprecated_forms: dict) -> str:
+    if isinstance(value, str) and value in deprecated_forms:
+        deprecated(f"{name}={value!r}", f"{name}={deprecated_forms[value]!r}")
+        return deprecated_forms[value]
+    if not (isinstance(value, str) and value in accepted):
+        raise ValueError(f"{name}={_validate._fmt(value)} is not one of {list(accepted)}")
+    return value
+
+
 def adjacency(value: Any, name: str = "adjacency") -> str:
     """``value`` as "add-remove" or "replace-one"; the underscore spellings with a
     DeprecationWarning; anything else a ValueError naming the argument, the value and the rule."""
-    if isinstance(value, str) and value in DEPRECATED_ADJACENCIES:
-        deprecated(f"{name}={value!r}", f"{name}={DEPRECATED_ADJACENCIES[value]!r}")
-        return DEPRECATED_ADJACENCIES[value]
-    if not (isinstance(value, str) and value in ADJACENCIES):
-        raise ValueError(f"{name}={_validate._fmt(value)} is not one of {list(ADJACENCIES)}")
-    return value
+    return _spelling(name, value, ADJACENCIES, DEPRECATED_ADJACENCIES)
 
 
 def sampling(value: Any, name: str = "sampling") -> str:
     """``value`` as "poisson" or "without-replacement" (older spellings with a DeprecationWarning)."""
-    if isinstance(value, str) and value in DEPRECATED_SAMPLINGS:
-        deprecated(f"{name}={value!r}", f"{name}={DEPRECATED_SAMPLINGS[value]!r}")
-        return DEPRECATED_SAMPLINGS[value]
-    if not (isinstance(value, str) and value in SAMPLINGS):
-        raise ValueError(f"{name}={_validate._fmt(value)} is not one of {list(SAMPLINGS)}")
-    return value
+    return _spelling(name, value, SAMPLINGS, DEPRECATED_SAMPLINGS)

@@ -318,6 +318,16 @@ def _noises(noise_multiplier) -> np.ndarray:
     return s
 
 
+def _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options, *fixed):
+    """The checked arguments of a calibration, broadcast and flattened: (shape, target, delta,
+    the ``fixed`` parameters (each a (checker, value) pair), the accountant)."""
+    target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
+    values = [check(value) for check, value in fixed]
+    shape = np.broadcast_shapes(target.shape, d.shape, *(v.shape for v in values))
+    target, d, *values = (np.broadcast_to(v, shape).ravel() for v in [target, d] + values)
+    return shape, target, d, values, _Accountant(accountant, adj, d, orders, sampling, pld_options)
+
+
 def _rho(target, delta):
     """rho of the zCDP bound eps = rho + 2 sqrt(rho log(1/delta)) solved for the target."""
     log_inv = -np.log(delta)
@@ -603,12 +613,9 @@ def calibrate_noise_multiplier(
     below (or not met at) its ends, or if a limit of the accountant decides instead of the
     target (the error names it and the accountant that can answer).
     """
-    target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
-    q, t = _rates(sampling_rate), _steps(steps)
+    shape, target, d, (q, t), acc = _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options,
+                                           (_rates, sampling_rate), (_steps, steps))
     rtol = _validate.in_range("rtol", rtol, 0.0, 0.1, low_open=True)
-    shape = np.broadcast_shapes(target.shape, d.shape, q.shape, t.shape)
-    target, d, q, t = (np.broadcast_to(v, shape).ravel() for v in (target, d, q, t))
-    acc = _Accountant(accountant, adj, d, orders, sampling, pld_options)
     # first guess: the zCDP approximation sigma = q sqrt(steps / (2 rho))
     problem = _Problem("noise_multiplier", True, False, _NOISE_RANGE, q * np.sqrt(t / (2.0 * _rho(target, d))),
                        lambda v, idx, h: acc.epsilon(v, q[idx], t[idx], idx, h), 0.5 * math.log1p(rtol))
@@ -633,12 +640,9 @@ def calibrate_steps(
     by ``accountant``; ``rejected`` = value + 1 exceeds it). Integers throughout. Raises if even
     one step exceeds the target, if ``max_steps`` steps still meet it, or if a limit of the
     accountant decides instead of the target."""
-    target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
-    s, q = _noises(noise_multiplier), _rates(sampling_rate)
+    shape, target, d, (s, q), acc = _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options,
+                                           (_noises, noise_multiplier), (_rates, sampling_rate))
     max_steps = _validate.positive_int("max_steps", max_steps)
-    shape = np.broadcast_shapes(target.shape, d.shape, s.shape, q.shape)
-    target, d, s, q = (np.broadcast_to(v, shape).ravel() for v in (target, d, s, q))
-    acc = _Accountant(accountant, adj, d, orders, sampling, pld_options)
     if accountant == "rdp":
         # the per-step RDP does not depend on the number of steps: compute it once
         from .conversions import rdp_to_epsilon
@@ -675,12 +679,9 @@ def calibrate_sampling_rate(
     (as computed by ``accountant``), to relative precision ``rtol``; 1.0 if full batches meet
     the target. Raises if even a rate of 1e-12 exceeds it, or if a limit of the accountant
     decides instead of the target."""
-    target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
-    s, t = _noises(noise_multiplier), _steps(steps)
+    shape, target, d, (s, t), acc = _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options,
+                                           (_noises, noise_multiplier), (_steps, steps))
     rtol = _validate.in_range("rtol", rtol, 0.0, 0.1, low_open=True)
-    shape = np.broadcast_shapes(target.shape, d.shape, s.shape, t.shape)
-    target, d, s, t = (np.broadcast_to(v, shape).ravel() for v in (target, d, s, t))
-    acc = _Accountant(accountant, adj, d, orders, sampling, pld_options)
     problem = _Problem("sampling_rate", False, False, (_RATE_MIN, 1.0), np.minimum(s * np.sqrt(2.0 * _rho(target, d) / t), 0.5),
                        lambda v, idx, h: acc.epsilon(s[idx], v, t[idx], idx, h), 0.5 * math.log1p(rtol), anchor="highest answers")
     return _calibrate(problem, acc, shape, target, d, {"noise_multiplier": s, "steps": t})

@@ -31,8 +31,9 @@ Pessimistic (never below the true delta of the dominating pair):
 * that pointwise bound is absolute: about 1e-15 per point after 1e5 steps, which is the whole
   mass of the far upper tail, where small deltas are decided. So the pessimistic side also
   composes the exponentially tilted PMFs p_j e^{lambda l_j} / m (normalised; lambda from the
-  Chernoff data: the order that bounds the upper tail at :data:`TILT_TAIL`), whose mass sits
-  in that tail, and multiplies back: the composed mass at l_i is the tilted one times
+  upper tail's Chernoff bound reaches a target mass first, see :func:`tilt_order`), whose
+  mass sits where the tail is that mass (several targets for a kept
+  PLD, the asked delta for eps alone), and multiplies back: the composed mass at l_i is the tilted one times
   m^T e^{-lambda l_i} (tilting commutes with convolution), so its round-off bound shrinks with
   the mass itself, to a relative error of about 1e-14 where delta is 1e-12 (Sommer, Meiser &
   Mohammadi 2019 use the same identity for their error analysis; :func:`tilted_upper_bound`).
@@ -380,17 +381,30 @@ def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, star
     return out, inf_out, tau_up, tau_lo, roundoff
 
 
-TILT_TAIL = 1e-13  # the tilt centres the composition where the upper tail's Chernoff bound is this
 _TILT_EXP_MIN = -700.0  # tilt factors below e^-700 are raised to it (an upper bound stays one)
 
 
-def tilt_order(lambdas, lm_pos, tail: float = TILT_TAIL):
-    """The Chernoff order lambda_k whose bound exp(lm_pos_k - lambda_k l) on the composed upper
-    tail reaches ``tail`` at the lowest loss l: the tilt e^{lambda l} then moves the composed
-    mass to about where delta is ``tail`` (the Chernoff optimum's tilted mean is that l)."""
+TILT_GRID = 2.0 ** (np.arange(-10, 21) / 2.0)  # candidate tilts lambda: 2^-5 .. 2^10 by factors of sqrt(2)
+TILT_BLOCK = 128  # grid points per block of the MGF estimate that picks the tilt
+
+
+def tilt_order(pmf, k_lo, steps, step: float, tail):
+    """The tilt lambda (from TILT_GRID) whose Chernoff bound exp(T log M(lambda) - lambda l) on
+    the composed upper tail reaches ``tail`` at the lowest loss l: the tilted composition's
+    mass then sits about where delta is ``tail``. Any lambda gives a valid bound
+    (:func:`tilted_upper_bound`), so the MGF here is an estimate, from block masses at the
+    blocks' lower ends (a 128th of the work of the exact sums)."""
+    stages, width = pmf.shape
+    b = min(TILT_BLOCK, width)
+    pad = (-width) % b
+    blocks = jnp.sum(jnp.pad(pmf, ((0, 0), (0, pad))).reshape(stages, -1, b), axis=-1)  # (S, nb)
+    block_loss = (k_lo[:, None] + b * jnp.arange(blocks.shape[-1])[None, :]) * step
     with jax.numpy_dtype_promotion("standard"):
-        reach = jnp.where(jnp.isfinite(lm_pos), (lm_pos - math.log(tail)) / lambdas, jnp.inf)
-    return lambdas[jnp.argmin(reach)]
+        log_blocks = jnp.where(blocks > 0, jnp.log(jnp.where(blocks > 0, blocks, 1.0)), -jnp.inf)
+        log_m = jax.scipy.special.logsumexp(log_blocks[:, :, None] + TILT_GRID * block_loss[:, :, None], axis=1)  # (S, G)
+        reach = (jnp.sum(steps[:, None] * log_m, axis=0) - jnp.log(tail)) / TILT_GRID
+    reach = jnp.where(jnp.isfinite(reach), reach, jnp.inf)
+    return jnp.asarray(TILT_GRID)[jnp.argmin(reach)]
 
 
 def tilted_upper_bound(n: int, step: float, pmf, k_lo, steps, k_hi_eff, start, lam, nbits):

@@ -37,6 +37,10 @@ CHUNK_ELEMENTS = 2**21  # configurations x grid points per call: fixed chunk sha
 # least 2 configurations per call for the two cores (a single FFT is not parallelised)
 COMPOSE_CHUNK_ELEMENTS = 2**19
 TILT_NEEDED = 1e-4  # eps alone: the tilted composition runs where R > this fraction of the asked delta
+# a kept PLD's tilts: the upper-tail masses they aim at. Each bounds the masses near and above
+# where the tail is its target to a relative ~1e-10 (pld.tilted_upper_bound); three cover
+# deltas from the round-off bound (~1e-9) down to the floor, heavy tails (small q) included
+KEPT_TILTS = (1e-6, 1e-10, 1e-14)
 BLOCKS_PER_CALL = 64  # blocks of DISCRETISE_BLOCK cells per CPU call (2^17 cells: within the caches; 4x as many ran 1.5x slower per cell)
 
 
@@ -212,13 +216,14 @@ def _rows_at_length(pmf, rows, take, n):
     return jnp.where(take[:, None, None], x, 0.0)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "step", "keep", "nbits", "parallel", "pessimistic", "tilt"))
+@functools.partial(jax.jit, static_argnames=("n", "step", "keep", "nbits", "parallel", "pessimistic", "tilts"))
 def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, delta, n, step, keep, nbits, parallel,
-                   pessimistic, tilt):
+                   pessimistic, tilts):
     """Compose a chunk of configurations and query eps at ``delta``. Returns per configuration
     (the side's PMF on the window if ``keep``, its mass at +inf, tau_up, tau_lo, R, eps).
-    Pessimistic: the PMF and mass of :func:`pld.pessimistic_window` (with ``tilt``, each mass
-    also bounded through the tilted composition); optimistic: the clipped composed PMF and the
+    Pessimistic: the PMF and mass of :func:`pld.pessimistic_window`, each mass also bounded
+    through the tilted compositions aimed at the upper-tail masses ``tilts`` (a tuple; each
+    None stands for the asked ``delta``); optimistic: the clipped composed PMF and the
     exact mass at +inf, eps from delta minus (tau_lo + R) (see :func:`pld.remove_from_top`).
     ``nbits``: the bit length of the largest step count (static: the squarings are unrolled
     and fused)."""
@@ -226,7 +231,11 @@ def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, 
     def one(p, i, lo, t, hi, st, lam, lp, ln):
         out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln, nbits)
         if pessimistic:
-            bound = _pld.tilted_upper_bound(n, step, p, lo, t, hi, st, _pld.tilt_order(lam, lp), nbits) if tilt else None
+            bound = None
+            for target in tilts:
+                lam_t = _pld.tilt_order(p, lo, t, step, delta if target is None else target)
+                b = _pld.tilted_upper_bound(n, step, p, lo, t, hi, st, lam_t, nbits)
+                bound = b if bound is None else jnp.minimum(bound, b)
             out, inf_side = _pld.pessimistic_window(out, inf_out, tau_up, tau_lo, roundoff, bound)
             inf_eff = inf_side
         else:
@@ -451,7 +460,7 @@ def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, d
     for i in np.flatnonzero(over):  # skipped (skip_over_limit): no answer
         res["eps"][i] = np.full(len(deltas), np.nan)
 
-    def dispatch(todo, tilt):
+    def dispatch(todo, tilts):
         """Compose the configurations ``todo`` in chunks of one FFT length each."""
         pending = []
         for n in np.unique(n_conf[todo]):
@@ -469,7 +478,7 @@ def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, d
                 outs = [_compose_batch(
                     pmf_n, inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
                     d, n=n, step=step, keep=keep and d_i == 0, nbits=nbits, parallel=budget.parallel_scans,
-                    pessimistic=bool(pessimistic), tilt=bool(pessimistic and tilt)) for d_i, d in enumerate(deltas)]
+                    pessimistic=bool(pessimistic), tilts=tilts if pessimistic else ()) for d_i, d in enumerate(deltas)]
                 if keep:
                     collect(part, jax.device_get(outs))
                 else:
@@ -480,16 +489,17 @@ def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, d
     # eps alone: every chunk is dispatched before any answer is read (the device's queue stays
     # full); kept PLDs: each chunk is read and trimmed at once (its untrimmed window is n points
     # per configuration, too large to hold for a whole batch). A kept pessimistic PLD is always
-    # bounded through the tilted composition too (it may be asked any delta later); for eps
+    # bounded through tilted compositions aimed at KEPT_TILTS (it may be asked any delta
+    # later); for eps
     # alone that second composition runs only where the pointwise round-off bound could move
     # the asked delta by more than TILT_NEEDED of itself (the eps it gives then differs from the
     # tilted one by far less than the grid)
     todo = np.flatnonzero(~over)
-    dispatch(todo, tilt=tilt and keep)
+    dispatch(todo, tilts=KEPT_TILTS if (tilt and keep) else ())
     if pessimistic and tilt and not keep and todo.size:
         need = todo[res["roundoff"][todo] > TILT_NEEDED * float(np.min(deltas))]
         if need.size:
-            dispatch(need, tilt=True)
+            dispatch(need, tilts=(None,))  # aimed at the asked delta
     return res
 
 
