@@ -251,3 +251,17 @@ def arguments(**kinds: str):
         return checked
 
     return decorate
+
+
+def record_steps(record_steps: Any, num_steps: int) -> np.ndarray:
+    """The sorted distinct steps 0 <= t <= ``num_steps`` at which a coupled run records its chains
+    (``None``: the last step only), for :func:`dpjax.run_coupled` and
+    :func:`dpjax.samplers.mala.run_metropolis_pair`."""
+    if record_steps is None:
+        return np.array([num_steps])
+    steps = np.atleast_1d(np.asarray(record_steps))
+    if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size == 0:
+        raise ValueError(f"record_steps={record_steps!r} must be a non-empty 1-D sequence of integers")
+    if steps.min() < 0 or steps.max() > num_steps:
+        raise ValueError(f"record_steps must satisfy 0 <= t <= num_steps = {num_steps}; got min {steps.min()} max {steps.max()}")
+    return np.unique(steps)

@@ -27,6 +27,9 @@ def test_tour_heading_counts_its_lines():
     assert claimed == lines, f"heading says {claimed} lines, the block has {lines}"
 
 
+# README.md's tour still imports two old module paths (dpjax.accountants.exact, .girsanov), which
+# work with a DeprecationWarning; the README rewrite of issue 25 moves them, then drop this mark
+@pytest.mark.filterwarnings(r"ignore:dpjax\.accountants\.(exact|girsanov) moved to:DeprecationWarning")
 def test_tour_runs_as_printed_and_prints_its_numbers(tmp_path, monkeypatch, capsys):
     _, code = _tour()
     monkeypatch.chdir(tmp_path)

@@ -126,17 +126,6 @@ class MetropolisPairResult(NamedTuple):
     config: dict
 
 
-def _record_steps(record_steps, num_steps: int) -> np.ndarray:
-    if record_steps is None:
-        return np.array([num_steps])
-    steps = np.atleast_1d(np.asarray(record_steps))
-    if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size == 0:
-        raise ValueError(f"record_steps={record_steps!r} violates a non-empty 1-D sequence of integers")
-    if steps.min() < 0 or steps.max() > num_steps:
-        raise ValueError(f"record_steps={record_steps!r} violates 0 <= t <= num_steps = {num_steps}")
-    return np.unique(steps)
-
-
 def _gaussian_target(model: Model, dataset):
     from ...models.quadratic import QuadraticModel, gaussian_posterior
 
@@ -173,7 +162,7 @@ def run_metropolis_pair(
     if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
         raise ValueError(f"num_steps={num_steps!r} violates num_steps a non-negative integer")
     num_steps = int(num_steps)
-    steps = _record_steps(record_steps, num_steps)
+    steps = _validate.record_steps(record_steps, num_steps)
     dim = model.dim
     if init is not None and not callable(init):
         x0 = _validate.finite_array("init", np.asarray(init, dtype=np.float64))
