@@ -94,7 +94,9 @@ def integer(name: str, value: Any, rule: str | None = None) -> int:
     """``value`` as an int if it is an integer (Python, numpy or 0-d integer array; not bool or
     float); raises ``TypeError`` naming ``name`` otherwise."""
     if not _is_integer(value):
-        raise ArgumentKindError(f"{name}={_fmt(value)} violates {rule or name + ' an integer'}: {name} must be an integer, got {_kind(value)}")
+        # a whole float is shown with its ".0" here ("steps=1.0 ... got float", never "steps=1")
+        shown = repr(value) if isinstance(value, float) else _fmt(value)
+        raise ArgumentKindError(f"{name}={shown} violates {rule or name + ' an integer'}: {name} must be an integer, got {_kind(value)}")
     return int(value)
 
 

@@ -139,7 +139,7 @@ REGISTRY = [
     E("gaussian_renyi", gd.gaussian_renyi, dict(mean1=[0.0], cov1=[[1.0]], mean2=[1.0], cov2=[[1.5]], order=2.0)),
     E("gaussian_kl", gd.gaussian_kl, dict(mean1=[0.0], cov1=[[1.0]], mean2=[1.0], cov2=[[1.5]])),
     # noisy SGD
-    E("noisy_sgd_curve", noisy_sgd.noisy_sgd_curve, dict(num_steps=10, noise_multiplier=1.0, sampling_rate=0.1, adjacency="add_remove")),
+    E("noisy_sgd_curve", noisy_sgd.noisy_sgd_curve, dict(noise_multiplier=1.0, sampling_rate=0.1, steps=10, adjacency="add-remove")),
     E("langevin_noise_multiplier", noisy_sgd.langevin_noise_multiplier, dict(step_size=0.1, inverse_temperature=1.0, clip_norm=1.0, gradient_scale=10.0)),
     # Girsanov (paper 001)
     E("girsanov_rdp", girsanov.girsanov_rdp, dict(constant=0.5, orders=[2.0, 3.0])),

@@ -233,14 +233,14 @@ def test_roundoff_bound_covers_the_actual_fft_error():
 
 # --- integration ----------------------------------------------------------------------------------------
 def test_noisy_sgd_curve_takes_either_accountant():
-    rdp = noisy_sgd_curve(200, 1.1, 0.01)
-    pld = noisy_sgd_curve(200, 1.1, 0.01, accountant="pld")
+    rdp = noisy_sgd_curve(1.1, 0.01, 200)
+    pld = noisy_sgd_curve(1.1, 0.01, 200, accountant="pld")
     assert isinstance(pld, PrivacyCurve) and pld.has_pld
     assert pld.epsilon(DELTA) < rdp.epsilon(DELTA)
-    assert pld.epsilon(DELTA) == pytest.approx(pld_curve(1.1, 0.01, 200, adjacency="add_remove").epsilon(DELTA), rel=1e-12)
+    assert pld.epsilon(DELTA) == pytest.approx(pld_curve(1.1, 0.01, 200, adjacency="add-remove").epsilon(DELTA), rel=1e-12)
     assert "PLD accountant" in pld.summary()
     with pytest.raises(ValueError, match="accountant"):
-        noisy_sgd_curve(10, 1.0, 0.1, accountant="prv")
+        noisy_sgd_curve(1.0, 0.1, 10, accountant="prv")
 
 
 def test_audit_accepts_pld_bounds():

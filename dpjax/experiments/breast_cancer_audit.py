@@ -183,8 +183,8 @@ def accountant_bounds(steps, noise_multiplier: float, rate: float, delta: float)
     """eps(delta) per step count from the accountants: RDP always; PLD where this build has it."""
     from ..accountants.composition.rdp import noisy_sgd_curve
 
-    out = {"rdp": [float(noisy_sgd_curve(int(t), noise_multiplier, rate, adjacency="add_remove").epsilon(delta)) for t in steps]}
-    rdp = noisy_sgd_curve(1, noise_multiplier, rate, adjacency="add_remove")
+    out = {"rdp": [float(noisy_sgd_curve(noise_multiplier, rate, int(t), adjacency="add-remove").epsilon(delta)) for t in steps]}
+    rdp = noisy_sgd_curve(noise_multiplier, rate, 1, adjacency="add-remove")
     out["rdp_provenance"] = rdp.provenance.describe()
     # PLD ACCOUNTANT (issue 13): dpjax.accountants.pld_curve(noise_multiplier, sampling_rate, steps,
     # adjacency="add-remove", sampling="poisson") -> PrivacyCurve (pessimistic). Reported beside RDP
@@ -311,7 +311,7 @@ def _has_pld() -> bool:
 def _bound_specs(p) -> dict:
     from ..accountants.composition.rdp import noisy_sgd_curve
 
-    specs = {"RDP accountant": lambda t: noisy_sgd_curve(int(t), p["sigma"], p["rate"], adjacency="add_remove")}
+    specs = {"RDP accountant": lambda t: noisy_sgd_curve(p["sigma"], p["rate"], int(t), adjacency="add-remove")}
     if _has_pld():
         from ..accountants import pld_curve
 

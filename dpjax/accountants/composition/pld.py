@@ -25,17 +25,30 @@ Pessimistic (never below the true delta of the dominating pair):
   each output is a sum over log2(N) butterfly levels, each with relative error <= eta; we take
   eta = 10 u, u = 2^-53, a safety factor of about 2 on Higham's constant), propagated through
   the powers z^T (by repeated squaring: relative error (1 + 4u)^T - 1, see
-  :func:`_powers_by_squaring`) and the inverse FFT to a bound R on the l1 error of the
-  composed PMF.
-* the computed PMF p is clipped at 0 and tau_up + R is added to the mass at +inf (never
-  removed anywhere): every upper set {L > l} then has at least as much mass as in the exact
-  composition with the wrapped-around lower tail moved up into the window, which dominates
-  the exact composition (delta is monotone in the upper-set masses). This is the "accounted
-  clipped mass" of the issue; tests/test_pld.py checks R against exact convolutions.
+  :func:`_powers_by_squaring`) and the inverse FFT to a bound R on the l1 norm of the
+  spectrum's error; the inverse transform divides by N, so every composed mass is off by at
+  most R / N (:func:`_compose_one`). tests/test_pld.py checks R against exact convolutions.
+* that pointwise bound is absolute: about 1e-15 per point after 1e5 steps, which is the whole
+  mass of the far upper tail, where small deltas are decided. So the pessimistic side also
+  composes the exponentially tilted PMFs p_j e^{lambda l_j} / m (normalised; lambda from the
+  upper tail's Chernoff bound reaches a target mass first, see :func:`tilt_order`), whose
+  mass sits where the tail is that mass (several targets for a kept
+  PLD, the asked delta for eps alone), and multiplies back: the composed mass at l_i is the tilted one times
+  m^T e^{-lambda l_i} (tilting commutes with convolution), so its round-off bound shrinks with
+  the mass itself, to a relative error of about 1e-14 where delta is 1e-12 (Sommer, Meiser &
+  Mohammadi 2019 use the same identity for their error analysis; :func:`tilted_upper_bound`).
+  Every composed mass is bounded above by the smaller of the two bounds (both hold), every
+  clipped negative value at 0 counted as its bound; the window's wrapped-around mass only adds
+  to either. What lies above the window (tau_up) goes to +inf and what lies below (tau_lo) to
+  the window's lowest point, so every upper set {L > l} has at least its exact mass: the
+  result dominates the exact composition (delta is monotone in the upper-set masses). The
+  pessimistic delta therefore resolves down to the mass at +inf (the exact one plus tau_up,
+  about 1e-15 with the default tail): :attr:`PLDBracket.delta_floor` states it.
 
 Optimistic (never above the true delta): each cell's mass is rounded down to its lower end,
 the mass above the grid goes to its top point and the mass below it is dropped; after the FFT
-tau_lo + R is removed from the top of the window. The gap between the two is the
+tau_lo + R is removed from the top of the window (no tilt: this side's own floor is about R,
+1e-10 after 1e5 steps, below which its eps is a valid but loose lower value). The gap between the two is the
 discretisation error that :meth:`PLDBracket.epsilon` reports.
 
 Units: losses are in nats; ``step`` is the grid interval h (dp_accounting's
@@ -314,7 +327,7 @@ def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, star
     """Compose stages s = 1..S (PMF pmf[s] on grid k_lo[s] + j, repeated steps[s] times) into the
     window of n grid points from index ``start``. Chernoff data (lambdas, lm_pos, lm_neg) from
     :func:`chernoff_log_mgf` bound the mass outside it. Returns (pmf_out (n,) clipped at 0, the
-    exact mass at +inf, tau_up, tau_lo, R); :func:`pessimistic_infinity` and
+    exact mass at +inf, tau_up, tau_lo, R); :func:`pessimistic_window` and
     :func:`remove_from_top` make the two sides from them. ``nbits``: at least the bit length of
     every steps[s] (computed here if not given; a batch passes its largest)."""
     fin = jnp.sum(pmf, axis=-1)
@@ -356,15 +369,94 @@ def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, star
     roundoff = (jnp.sum(weights * dw) + gamma * jnp.sum(weights * abs_w)) * slack
     roundoff = jnp.where(rel_pow < 0.5, roundoff, jnp.inf)  # beyond ~1e15 steps: no bound, delta = 1
 
+    # one step of one stage is its own composition: no FFT, no round-off (the Gaussian
+    # mechanism's PLD then keeps its exact discretisation)
+    single = total_steps == 1
+    direct = jnp.take(pmf[0], start - k_lo[0] + jnp.arange(n), mode="fill", fill_value=0.0)
+    out = jnp.where(single, direct, out)
+    roundoff = jnp.where(single, 0.0, roundoff)
+
     out = jnp.maximum(out, 0.0)
     inf_out = jnp.exp(jnp.sum(steps * jnp.log(tot))) * (-jnp.expm1(jnp.sum(steps * (jnp.log(fin) - jnp.log(tot)))))
     return out, inf_out, tau_up, tau_lo, roundoff
 
 
-def pessimistic_infinity(inf_out, tau_up, roundoff):
-    """Mass at +inf of the pessimistic composed PLD: the exact one plus what may lie above the
-    window (tau_up) plus the round-off bound (module docstring)."""
-    return jnp.minimum(inf_out + tau_up + roundoff, 1.0)
+_TILT_EXP_MIN = -700.0  # tilt factors below e^-700 are raised to it (an upper bound stays one)
+
+
+TILT_GRID = 2.0 ** (np.arange(-10, 21) / 2.0)  # candidate tilts lambda: 2^-5 .. 2^10 by factors of sqrt(2)
+TILT_BLOCK = 128  # grid points per block of the MGF estimate that picks the tilt
+
+
+def tilt_order(pmf, k_lo, steps, step: float, tail):
+    """The tilt lambda (from TILT_GRID) whose Chernoff bound exp(T log M(lambda) - lambda l) on
+    the composed upper tail reaches ``tail`` at the lowest loss l: the tilted composition's
+    mass then sits about where delta is ``tail``. Any lambda gives a valid bound
+    (:func:`tilted_upper_bound`), so the MGF here is an estimate, from block masses at the
+    blocks' lower ends (a 128th of the work of the exact sums)."""
+    stages, width = pmf.shape
+    b = min(TILT_BLOCK, width)
+    pad = (-width) % b
+    blocks = jnp.sum(jnp.pad(pmf, ((0, 0), (0, pad))).reshape(stages, -1, b), axis=-1)  # (S, nb)
+    block_loss = (k_lo[:, None] + b * jnp.arange(blocks.shape[-1])[None, :]) * step
+    with jax.numpy_dtype_promotion("standard"):
+        log_blocks = jnp.where(blocks > 0, jnp.log(jnp.where(blocks > 0, blocks, 1.0)), -jnp.inf)
+        log_m = jax.scipy.special.logsumexp(log_blocks[:, :, None] + TILT_GRID * block_loss[:, :, None], axis=1)  # (S, G)
+        reach = (jnp.sum(steps[:, None] * log_m, axis=0) - jnp.log(tail)) / TILT_GRID
+    reach = jnp.where(jnp.isfinite(reach), reach, jnp.inf)
+    return jnp.asarray(TILT_GRID)[jnp.argmin(reach)]
+
+
+def tilted_upper_bound(n: int, step: float, pmf, k_lo, steps, k_hi_eff, start, lam, nbits):
+    """Upper bounds on the exact composed masses of the window (n points from ``start``) from
+    the composition of the tilted stage PMFs a_s,j = p_s,j e^{lambda (l_j - top_s)} / m_s
+    (m_s their sum, top_s the stage's highest loss): the composed mass at l_i is
+    a^{*T}_i F_i with F_i = exp(sum_s T_s (log m_s + lambda top_s) - lambda l_i), so the
+    tilted composition's pointwise bound (R~ / n, R~ from :func:`_compose_one`) becomes
+    R~ F_i / n: relative to the mass near the tilt's centre, not to the total (module docstring).
+
+    Rounding of the inputs: each a_s,j is within 4u of its exact value (exp, product,
+    quotient), i.e. (1 + 4u)^T relatively after T-fold composition of positive terms; factors
+    below e^-700 are raised to it (the inputs only grow); the exponent of F_i carries an
+    absolute error below 8 (S + 2) u times the sum of its terms' magnitudes. Both are added
+    as slack to the exponent. Where F_i exceeds e^700 the bound is +inf (the untilted
+    composition's bound holds there)."""
+    stages, width = pmf.shape
+    losses = (k_lo[:, None] + jnp.arange(width)[None, :]) * step
+    top = k_hi_eff * step
+    # <= 0 on each stage's grid (points beyond its top carry no mass): no overflow
+    factor = jnp.exp(jnp.clip(lam * (losses - top[:, None]), _TILT_EXP_MIN, 0.0))
+    tilted = pmf * factor
+    mass = jnp.sum(tilted, axis=-1)
+    mass = jnp.where(mass > 0, mass, 1.0)
+    tilted = tilted / mass[:, None]
+    no_tail = jnp.full((1,), jnp.inf)  # the window is the untilted one's; the tails are not needed here
+    out, _, _, _, roundoff = _compose_one(n, step, tilted, jnp.zeros(stages), k_lo, steps, k_hi_eff, start,
+                                          jnp.ones(1), no_tail, no_tail, nbits)
+    t = steps.astype(pmf.dtype)
+    log_mass = jnp.log(mass)
+    losses_out = (start + jnp.arange(n)) * step
+    log_f = jnp.sum(t * (log_mass + lam * top)) - lam * losses_out
+    magnitude = jnp.sum(t * jnp.abs(log_mass)) + jnp.abs(lam) * jnp.sum(t * jnp.abs(top)) + jnp.abs(lam * losses_out) + 1.0
+    slack = jnp.sum(t) * 4.0 * UNIT_ROUNDOFF * 1.01 + 8.0 * (stages + 2) * UNIT_ROUNDOFF * magnitude
+    exponent = log_f + slack
+    bound = (out + roundoff / n) * jnp.exp(jnp.minimum(exponent, 700.0))
+    return jnp.where((exponent <= 700.0) & jnp.isfinite(roundoff), bound, jnp.inf)
+
+
+def pessimistic_window(out, inf_out, tau_up, tau_lo, roundoff, tilted_bound=None):
+    """The pessimistic composed PLD on the window: each mass raised to an upper bound on its
+    exact value (the computed one, clipped at 0, plus R / n; or ``tilted_bound`` where that is
+    smaller), the mass below the window (tau_lo) on its lowest point, the mass above it
+    (tau_up) at +inf (module docstring). Returns (pmf, mass at +inf); without a finite
+    round-off bound (beyond ~1e15 steps) delta is 1 everywhere."""
+    n = out.shape[-1]
+    upper = out + roundoff / n
+    if tilted_bound is not None:
+        upper = jnp.minimum(upper, tilted_bound)
+    upper = upper.at[0].add(tau_lo)
+    bounded = jnp.isfinite(roundoff)
+    return jnp.where(bounded, upper, 0.0), jnp.where(bounded, jnp.minimum(inf_out + tau_up, 1.0), 1.0)
 
 
 def remove_from_top(pmf, mass):

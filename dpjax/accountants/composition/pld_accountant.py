@@ -23,19 +23,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ... import _validate, _x64
+from .. import _convention
 from . import pld as _pld
 from . import pld_pairs
 from ..curve import PrivacyCurve, Provenance
-from .pld_bracket import DEFAULT_TAIL, MAX_GRID, PLDBracket, _next_pow2, _trim, compose_plds
+from .pld_bracket import DEFAULT_TAIL, MAX_GRID, PLDBracket, _flag, _next_pow2, _trim, compose_plds
 
-ADJACENCY_SPELLINGS = {"add-remove": "add-remove", "add_remove": "add-remove", "replace-one": "replace-one", "replace_one": "replace-one"}
-SAMPLING_SPELLINGS = {
-    "poisson": "poisson",
-    "without-replacement": "without-replacement",
-    "without_replacement": "without-replacement",
-    "fixed-batch": "without-replacement",
-    "fixed_batch": "without-replacement",
-}
 MECHANISMS = ("gaussian", "laplace")
 DEFAULT_INTERVAL = 1e-4  # dp_accounting's default value_discretization_interval
 CHUNK_ELEMENTS = 2**21  # configurations x grid points per call: fixed chunk shapes (one compilation per grid size)
@@ -43,7 +36,24 @@ CHUNK_ELEMENTS = 2**21  # configurations x grid points per call: fixed chunk sha
 # caches (measured on a 2-core EPYC: 2^19 runs at half the time per point of 2^21), and at
 # least 2 configurations per call for the two cores (a single FFT is not parallelised)
 COMPOSE_CHUNK_ELEMENTS = 2**19
+TILT_NEEDED = 1e-4  # eps alone: the tilted composition runs where R > this fraction of the asked delta
+# a kept PLD's tilts: the upper-tail masses they aim at. Each bounds the masses near and above
+# where the tail is its target to a relative ~1e-10 (pld.tilted_upper_bound); three cover
+# deltas from the round-off bound (~1e-9) down to the floor, heavy tails (small q) included
+KEPT_TILTS = (1e-6, 1e-10, 1e-14)
 BLOCKS_PER_CALL = 64  # blocks of DISCRETISE_BLOCK cells per CPU call (2^17 cells: within the caches; 4x as many ran 1.5x slower per cell)
+
+
+class GridLimitError(ValueError):
+    """The PLD of some configurations needs more grid points than ``MAX_GRID`` at this
+    ``value_discretization_interval``: ``configurations`` (flat indices into the broadcast
+    batch) and ``points`` (what each needs). A ``ValueError``; the calibration catches it to
+    coarsen the grid for those configurations."""
+
+    def __init__(self, message: str, configurations, points):
+        super().__init__(message)
+        self.configurations = np.asarray(configurations, dtype=np.int64)
+        self.points = np.asarray(points, dtype=np.int64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,15 +159,19 @@ def _in_chunks_device(fn, arrays, chunk, total=None, **static):
     so the device arrays built from them never compile anew when only the values change."""
     total = arrays[0].shape[0] if total is None else int(total)
     chunk = _fit_chunk(chunk, total)
-    pending = []
-    for c0 in range(0, total, chunk):
-        part = np.arange(c0, min(c0 + chunk, total))
-        pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
-        pending.append(fn(*(a[pad] for a in arrays), **static))
+    pending = [fn(*(a[pad] for a in arrays), **static) for _, pad in _padded_chunks(np.arange(total), chunk)]
     if len(pending) == 1:
         return pending[0]
     fill = _bucket_count(len(pending)) - len(pending)
     return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(list(xs) + [jnp.zeros_like(xs[0])] * fill, axis=0), *pending)
+
+
+def _padded_chunks(indices: np.ndarray, chunk: int):
+    """(part, padded) for consecutive chunks of ``indices``: ``padded`` is ``part`` with its
+    last index repeated up to ``chunk`` entries, so every call on a chunk has one shape."""
+    for c0 in range(0, indices.size, chunk):
+        part = indices[c0 : c0 + chunk]
+        yield part, np.concatenate([part, np.full(chunk - part.size, part[-1])])
 
 
 def _bucket_count(k: int) -> int:
@@ -202,18 +216,34 @@ def _rows_at_length(pmf, rows, take, n):
     return jnp.where(take[:, None, None], x, 0.0)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "step", "keep", "nbits", "parallel"))
-def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic, delta, n, step, keep, nbits, parallel):
-    # nbits: the bit length of the largest step count (static: the squarings are unrolled and fused)
+@functools.partial(jax.jit, static_argnames=("n", "step", "keep", "nbits", "parallel", "pessimistic", "tilts"))
+def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, delta, n, step, keep, nbits, parallel,
+                   pessimistic, tilts):
+    """Compose a chunk of configurations and query eps at ``delta``. Returns per configuration
+    (the side's PMF on the window if ``keep``, its mass at +inf, tau_up, tau_lo, R, eps).
+    Pessimistic: the PMF and mass of :func:`pld.pessimistic_window`, each mass also bounded
+    through the tilted compositions aimed at the upper-tail masses ``tilts`` (a tuple; each
+    None stands for the asked ``delta``); optimistic: the clipped composed PMF and the
+    exact mass at +inf, eps from delta minus (tau_lo + R) (see :func:`pld.remove_from_top`).
+    ``nbits``: the bit length of the largest step count (static: the squarings are unrolled
+    and fused)."""
 
-    def one(p, i, lo, t, hi, st, lam, lp, ln, pess):
+    def one(p, i, lo, t, hi, st, lam, lp, ln):
         out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln, nbits)
-        # optimistic: delta minus (tau_lo + R) is below the truth (see pld.remove_from_top)
-        inf_eff = jnp.where(pess, _pld.pessimistic_infinity(inf_out, tau_up, roundoff), inf_out - tau_lo - roundoff)
+        if pessimistic:
+            bound = None
+            for target in tilts:
+                lam_t = _pld.tilt_order(p, lo, t, step, delta if target is None else target)
+                b = _pld.tilted_upper_bound(n, step, p, lo, t, hi, st, lam_t, nbits)
+                bound = b if bound is None else jnp.minimum(bound, b)
+            out, inf_side = _pld.pessimistic_window(out, inf_out, tau_up, tau_lo, roundoff, bound)
+            inf_eff = inf_side
+        else:
+            inf_side, inf_eff = inf_out, inf_out - tau_lo - roundoff
         eps = jnp.zeros(()) if keep else _pld.epsilon_blocked(out, st, inf_eff, step, delta, parallel)
-        return (out if keep else None), inf_out, tau_up, tau_lo, roundoff, eps
+        return (out if keep else None), inf_side, tau_up, tau_lo, roundoff, eps
 
-    return jax.vmap(one)(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, pessimistic)
+    return jax.vmap(one)(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg)
 
 
 @dataclasses.dataclass
@@ -261,18 +291,25 @@ def _window(lambdas, lm_pos, lm_neg, offset, top_support, length, step, tail):
 
 
 @_x64.float64
-def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, optimistic=True):
+def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, optimistic=True, skip_over_limit=False):
     """Compose each configuration (rows of the (B, S) arrays: S stages) for one pair kind.
     Returns dict of numpy arrays: eps_pess (B, D) and eps_opt (B, D) at ``deltas`` and, if
-    ``keep``, the pessimistic and optimistic DiscretePLD (batch B)."""
+    ``keep``, the pessimistic and optimistic DiscretePLD (batch B). A configuration whose PLD
+    needs more than ``max_grid`` points raises :class:`GridLimitError`, or with
+    ``skip_over_limit`` (eps only) gets NaN eps, the others computed."""
     plan = _plan(kind, sigma, q, steps, step, tail)
     nconf = sigma.shape[0]
     length_each = np.max(plan.k_hi - plan.k_lo + 1, axis=-1)
-    if np.max(length_each) > max_grid:
-        worst = int(np.argmax(length_each))
-        raise ValueError(
-            f"value_discretization_interval={step:g} is too fine for noise_multiplier={float(np.min(sigma[worst])):.4g}: "
-            f"one step's loss range needs {int(length_each[worst])} grid points (> {max_grid}); use a coarser interval")
+    over = length_each > max_grid
+    if np.any(over):
+        if not skip_over_limit:
+            worst = int(np.argmax(length_each))
+            raise GridLimitError(
+                f"value_discretization_interval={step:g} is too fine for noise_multiplier={float(np.min(sigma[worst])):.4g}: "
+                f"one step's loss range needs {int(length_each[worst])} grid points (> {max_grid}); use a coarser interval",
+                np.flatnonzero(over), length_each[over])
+        return _skipping(over, lambda keep_idx: _run(kind, sigma[keep_idx], q[keep_idx], steps[keep_idx], step, tail, deltas, keep,
+                                                     max_grid, optimistic, skip_over_limit=True), nconf, len(deltas))
     # one step's grid length is shared by the configurations of a chunk: group by its power of
     # two (the symmetrised pairs by powers of 4: each length compiles their discretisation)
     if kind.startswith("symmetrised_"):
@@ -291,9 +328,12 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
     for s_i in range(len(sets_by_group[0])):
         parts = [sets[s_i] for sets in sets_by_group]
         pessimistic = parts[0][4]
-        res = _compose_set([p[0] for p in parts], [g.size for g in groups], [p[1] for p in parts],
-                           *(np.concatenate([p[j] for p in parts]) for j in (2, 3)),
-                           plan.steps[idx], step, tail, pessimistic, deltas, keep, max_grid)
+        try:
+            res = _compose_set([p[0] for p in parts], [g.size for g in groups], [p[1] for p in parts],
+                               *(np.concatenate([p[j] for p in parts]) for j in (2, 3)),
+                               plan.steps[idx], step, tail, pessimistic, deltas, keep, max_grid, skip_over_limit=skip_over_limit)
+        except GridLimitError as err:  # its positions are in the order of idx
+            raise GridLimitError(str(err), idx[err.configurations], err.points) from None
         if pessimistic:
             for j, i in enumerate(idx):
                 results[int(i)].update(eps_pess=res["eps"][j], grid=res["n"][j], tau_up=res["tau_up"][j], roundoff=res["roundoff"][j])
@@ -316,6 +356,19 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
     if keep:
         out["pess"] = _stack_plds([r["pess"] for r in order], step)
         out["opt"] = [_stack_plds([r["opt"][j] for r in order], step) for j in range(len(order[0]["opt"]))]
+    return out
+
+
+def _skipping(over, run_rest, nconf, ndeltas):
+    """_run's eps results with NaN for the configurations ``over`` the grid limit and those of
+    ``run_rest(indices of the others)`` elsewhere."""
+    rest = np.flatnonzero(~over)
+    out = {"eps_pess": np.full((nconf, ndeltas), np.nan), "eps_opt": np.full((nconf, ndeltas), np.nan),
+           "grid": np.zeros(nconf, np.int64), "tau_up": np.zeros(nconf), "roundoff": np.zeros(nconf)}
+    if rest.size:
+        res = run_rest(rest)
+        for key in out:
+            out[key][rest] = res[key]
     return out
 
 
@@ -348,7 +401,8 @@ def _discretise_group(plan, idx, length, step, optimistic=True):
     return sets if optimistic else [st for st in sets if st[4]]
 
 
-def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, keep, max_grid):
+def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, keep, max_grid, tilt=True,
+                 skip_over_limit=False):
     """Compose every configuration of one set of stage PMFs, given as groups ``pmfs`` (device
     arrays (B_g, S, W_g); the configurations are the groups' rows in order): Chernoff window,
     then FFT in chunks of configurations sharing an FFT length; ``sizes``: the groups' numbers
@@ -374,11 +428,13 @@ def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, d
     top_support = np.sum(steps * k_hi, axis=-1)
     real_len = np.max(k_hi - k_lo, axis=-1) + 1  # the FFT must hold each stage's PMF: n >= this, not the padded width
     start, n_conf = _window(lambdas, lm_pos, lm_neg, offset, top_support, real_len, step, tail)
-    if np.any(n_conf > max_grid):
-        bad = int(np.flatnonzero(n_conf > max_grid)[0])
-        raise ValueError(
+    over = n_conf > max_grid
+    if np.any(over) and not skip_over_limit:
+        bad = int(np.flatnonzero(over)[0])
+        raise GridLimitError(
             f"value_discretization_interval={step:g} is too fine for this accounting: the composed PLD needs an FFT of "
-            f"{int(n_conf[bad])} > {max_grid} points (steps={steps[bad].tolist()}); use a coarser interval or fewer steps")
+            f"{int(n_conf[bad])} > {max_grid} points (steps={steps[bad].tolist()}); use a coarser interval or fewer steps",
+            np.flatnonzero(over), n_conf[over])
     deltas = np.asarray(deltas, dtype=np.float64)
     # squarings of the binary powering: the bit length of the largest step count, rounded up to
     # a multiple of 4 (fewer compiled programs; the surplus squarings leave the powers unchanged)
@@ -396,49 +452,64 @@ def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, d
             res["roundoff"][i] = roundoff[j]
             if keep:
                 if pessimistic:
-                    kept = (p_out[j], _pld.pessimistic_infinity(inf_out[j], tau_up[j], roundoff[j]))
+                    kept = (p_out[j], inf_out[j])
                 else:
                     kept = (_pld.remove_from_top(p_out[j], tau_lo[j] + roundoff[j]), inf_out[j])
                 res["pld"][i] = _trim(kept[0], start[i], np.asarray(kept[1]), tail, pessimistic)
 
+    for i in np.flatnonzero(over):  # skipped (skip_over_limit): no answer
+        res["eps"][i] = np.full(len(deltas), np.nan)
+
+    def dispatch(todo, tilts):
+        """Compose the configurations ``todo`` in chunks of one FFT length each."""
+        pending = []
+        for n in np.unique(n_conf[todo]):
+            sel = todo[n_conf[todo] == n]
+            n = int(n)
+            chunk = _fit_chunk(int(max(2, min(budget.max_configurations, budget.compose_elements // n))), sel.size)
+            for part, pad in _padded_chunks(sel, chunk):
+                # the stage PMFs of the chunk, gathered on the device from their groups
+                pmf_n = None
+                for g in np.unique(group_of[pad]):
+                    take = group_of[pad] == g
+                    rows = np.where(take, row_of[pad], row_of[pad][take][0])
+                    x = _rows_at_length(pmfs[g], rows, take, n=n)
+                    pmf_n = x if pmf_n is None else pmf_n + x
+                outs = [_compose_batch(
+                    pmf_n, inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
+                    d, n=n, step=step, keep=keep and d_i == 0, nbits=nbits, parallel=budget.parallel_scans,
+                    pessimistic=bool(pessimistic), tilts=tilts if pessimistic else ()) for d_i, d in enumerate(deltas)]
+                if keep:
+                    collect(part, jax.device_get(outs))
+                else:
+                    pending.append((part, outs))
+        for part, outs in jax.device_get(pending):
+            collect(part, outs)
+
     # eps alone: every chunk is dispatched before any answer is read (the device's queue stays
     # full); kept PLDs: each chunk is read and trimmed at once (its untrimmed window is n points
-    # per configuration, too large to hold for a whole batch)
-    pending = []
-    for n in np.unique(n_conf):
-        sel = np.flatnonzero(n_conf == n)
-        n = int(n)
-        chunk = _fit_chunk(int(max(2, min(budget.max_configurations, budget.compose_elements // n))), sel.size)
-        for c0 in range(0, sel.size, chunk):
-            part = sel[c0 : c0 + chunk]
-            pad = np.concatenate([part, np.full(chunk - part.size, part[-1])])
-            # the stage PMFs of the chunk, gathered on the device from their groups
-            pmf_n = None
-            for g in np.unique(group_of[pad]):
-                take = group_of[pad] == g
-                rows = np.where(take, row_of[pad], row_of[pad][take][0])
-                x = _rows_at_length(pmfs[g], rows, take, n=n)
-                pmf_n = x if pmf_n is None else pmf_n + x
-            outs = [_compose_batch(
-                pmf_n, inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
-                np.full(pad.size, pessimistic), d, n=n, step=step, keep=keep and d_i == 0, nbits=nbits,
-                parallel=budget.parallel_scans) for d_i, d in enumerate(deltas)]
-            if keep:
-                collect(part, jax.device_get(outs))
-            else:
-                pending.append((part, outs))
-    for part, outs in jax.device_get(pending):
-        collect(part, outs)
+    # per configuration, too large to hold for a whole batch). A kept pessimistic PLD is always
+    # bounded through tilted compositions aimed at KEPT_TILTS (it may be asked any delta
+    # later); for eps
+    # alone that second composition runs only where the pointwise round-off bound could move
+    # the asked delta by more than TILT_NEEDED of itself (the eps it gives then differs from the
+    # tilted one by far less than the grid)
+    todo = np.flatnonzero(~over)
+    dispatch(todo, tilts=KEPT_TILTS if (tilt and keep) else ())
+    if pessimistic and tilt and not keep and todo.size:
+        need = todo[res["roundoff"][todo] > TILT_NEEDED * float(np.min(deltas))]
+        if need.size:
+            dispatch(need, tilts=(None,))  # aimed at the asked delta
     return res
+
 
 # --- public API -----------------------------------------------------------------------------------
 def _normalise_options(adjacency, sampling, mechanism):
-    if adjacency not in ADJACENCY_SPELLINGS:
-        raise ValueError(f"adjacency={adjacency!r} is not one of {sorted(ADJACENCY_SPELLINGS)}")
-    if sampling not in SAMPLING_SPELLINGS:
-        raise ValueError(f"sampling={sampling!r} is not one of {sorted(SAMPLING_SPELLINGS)}")
+    """The convention's spellings (:mod:`dpjax.accountants._convention`), checked."""
+    adjacency = _convention.adjacency(adjacency)
+    sampling = _convention.sampling(sampling)
     _validate.one_of("mechanism", mechanism, MECHANISMS)
-    return ADJACENCY_SPELLINGS[adjacency], SAMPLING_SPELLINGS[sampling]
+    return adjacency, sampling
 
 
 def _kinds(adjacency, sampling, mechanism, subsampled):
@@ -464,6 +535,9 @@ def _kinds(adjacency, sampling, mechanism, subsampled):
 
 
 def _validate_common(noise_multiplier, sampling_rate, steps, value_discretization_interval, tail_mass):
+    for name, value in (("noise_multiplier", noise_multiplier), ("sampling_rate", sampling_rate), ("steps", steps)):
+        if np.size(value) == 0:
+            raise ValueError(f"{name}={_validate._fmt(value)} violates {name} a number or a non-empty array: it is empty")
     sigma = np.asarray(noise_multiplier, dtype=np.float64)
     q = np.asarray(sampling_rate, dtype=np.float64)
     if np.any(~((sigma > 0) & np.isfinite(sigma))):
@@ -514,7 +588,8 @@ def pld_curve(
             ``sampling="without-replacement"``; 1 = full batch.
         steps: number of steps (integer >= 1). The three broadcast: a batch of configurations,
             computed together.
-        adjacency: "add-remove" (or "add_remove") or "replace-one" ("replace_one").
+        adjacency: "add-remove" or "replace-one" (docs/guide/conventions.md; the underscore
+            spellings still work for this release, with a DeprecationWarning).
         sampling: "poisson" or "without-replacement" (fixed batch size; replace-one only).
         mechanism: "gaussian" or "laplace".
         value_discretization_interval: grid step h of the privacy loss (nats), as dp_accounting.
@@ -546,11 +621,17 @@ def pld_curve(
     steps_txt = f"{int(t.flat[0])}" if t.size == 1 else "per-configuration"
     prov = Provenance(
         result=f"PLD accountant: {result}, {steps_txt}-fold composition by FFT (pessimistic connect-the-dots, "
-               f"h={h:g}; Doroshenko et al. 2022)",
+               f"h={h:g}; Doroshenko et al. 2022){_floor_text(bracket)}",
         mode="bound",
         assumptions=_assumptions(adjacency, sampling, mechanism, subsampled),
     )
     return PrivacyCurve.from_pld(bracket, prov)
+
+
+def _floor_text(bracket: PLDBracket) -> str:
+    """The delta floor (PLDBracket.delta_floor), stated in the provenance: below it eps is inf."""
+    floor = float(np.max(bracket.delta_floor))
+    return f"; certified for delta >= {floor:.2g} (its delta floor; eps = inf below)" if floor > 0 else ""
 
 
 def _assumptions(adjacency, sampling, mechanism, subsampled):
@@ -603,7 +684,7 @@ def pld_sequence_curve(
     kinds, result = _kinds(adjacency, sampling, mechanism, subsampled)
     bracket = _bracket_for(kinds, sigma[None, :], q[None, :], t[None, :], h, tail, (), adjacency)
     prov = Provenance(
-        result=f"PLD accountant: {result}, {sigma.size} stages ({int(t.sum())} steps) composed by FFT (h={h:g})",
+        result=f"PLD accountant: {result}, {sigma.size} stages ({int(t.sum())} steps) composed by FFT (h={h:g}){_floor_text(bracket)}",
         mode="bound",
         assumptions=_assumptions(adjacency, sampling, mechanism, subsampled),
     )
@@ -630,19 +711,30 @@ def pld_epsilons(
     the work when only the bound is wanted."""
     adjacency, sampling = _normalise_options(adjacency, sampling, mechanism)
     sigma, q, t, h, tail = _validate_common(noise_multiplier, sampling_rate, steps, value_discretization_interval, tail_mass)
+    optimistic = _flag("optimistic", optimistic)
     d = np.asarray(delta, dtype=np.float64)
     if d.ndim != 0 or not (0 < d < 1):
         raise ValueError(f"delta={delta!r} violates 0 < delta < 1 (a scalar)")
     shape = np.broadcast_shapes(sigma.shape, q.shape, t.shape)
-    sigma_b, q_b, t_b = (np.broadcast_to(a, shape).reshape(-1, 1) for a in (sigma, q, t))
-    kinds, _ = _kinds(adjacency, sampling, mechanism, bool(np.any(q_b < 1)))
+    pess, opt = _epsilons(*(np.broadcast_to(a, shape).reshape(-1) for a in (sigma, q, t)), float(d), adjacency, sampling,
+                          mechanism, h, tail, optimistic)
+    return pess.reshape(shape), opt.reshape(shape)
+
+
+def _epsilons(sigma, q, steps, delta: float, adjacency: str, sampling: str, mechanism: str, step: float, tail: float,
+              optimistic: bool, skip_over_limit: bool = False):
+    """(pessimistic, optimistic) eps at ``delta`` of flat arrays of checked, normalised
+    arguments; with ``skip_over_limit``, NaN for configurations whose PLD needs more grid points
+    than MAX_GRID (:class:`GridLimitError` otherwise)."""
+    kinds, _ = _kinds(adjacency, sampling, mechanism, bool(np.any(q < 1)))
     pess = opt = None
     for kind in kinds:
-        res = _run(kind, sigma_b, q_b, t_b, h, tail, deltas=np.array([float(d)]), keep=False, optimistic=optimistic)
+        res = _run(kind, sigma.reshape(-1, 1), q.reshape(-1, 1), steps.reshape(-1, 1), step, tail, deltas=np.array([delta]),
+                   keep=False, optimistic=optimistic, skip_over_limit=skip_over_limit)
         p, o = res["eps_pess"][:, 0], res["eps_opt"][:, 0]
-        pess = p if pess is None else np.maximum(pess, p)
+        pess = p if pess is None else np.maximum(pess, p)  # NaN (over the limit) stays NaN
         opt = o if opt is None else np.maximum(opt, o)
-    return pess.reshape(shape), opt.reshape(shape)
+    return pess, opt
 
 
 __all__ = ["PLDBracket", "pld_curve", "pld_sequence_curve", "pld_epsilons", "compose_plds"]

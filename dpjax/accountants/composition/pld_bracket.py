@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ... import _x64
+from ... import _validate, _x64
 from . import pld as _pld
 
 __all__ = ["PLDBracket", "compose_plds"]
@@ -43,20 +43,37 @@ class PLDBracket:
     def batch_shape(self) -> tuple:
         return self.pessimistic[0].batch_shape
 
+    @property
+    def delta_floor(self) -> np.ndarray:
+        """The smallest delta the pessimistic side certifies with a finite eps: its mass at +inf
+        (the pair's own, plus what may lie beyond the composed window, about ``tail_mass``).
+        Below it ``epsilon`` is inf. Per configuration of the batch."""
+        return np.maximum.reduce([np.asarray(p.infinity_mass, dtype=np.float64) for p in self.pessimistic])
+
+    @_validate.arguments(epsilon="numbers")
     def delta(self, epsilon, optimistic: bool = False) -> np.ndarray:
-        plds = self.optimistic if optimistic else self.pessimistic
-        return np.maximum.reduce([p.delta(epsilon) for p in plds])
+        """delta(``epsilon``), pessimistic (or ``optimistic``), for eps >= 0."""
+        e = _epsilon_values(epsilon)
+        plds = self.optimistic if _flag("optimistic", optimistic) else self.pessimistic
+        return np.maximum.reduce([p.delta(e) for p in plds])
 
+    @_validate.arguments(delta="numbers")
     def epsilon(self, delta, optimistic: bool = False) -> np.ndarray:
-        plds = self.optimistic if optimistic else self.pessimistic
-        return np.maximum.reduce([p.epsilon(delta) for p in plds])
+        """eps(``delta``), pessimistic (or ``optimistic``), for 0 < delta < 1; inf below
+        :attr:`delta_floor`."""
+        d = _delta_values(delta)
+        plds = self.optimistic if _flag("optimistic", optimistic) else self.pessimistic
+        return np.maximum.reduce([p.epsilon(d) for p in plds])
 
+    @_validate.arguments(delta="numbers")
     def epsilon_bracket(self, delta):
         """(optimistic, pessimistic) eps at ``delta``: the true eps of the dominating pair lies
         in between; the difference is the discretisation error."""
         return self.epsilon(delta, optimistic=True), self.epsilon(delta)
 
+    @_validate.arguments(epsilon="numbers")
     def delta_bracket(self, epsilon):
+        """(optimistic, pessimistic) delta at ``epsilon``."""
         return self.delta(epsilon, optimistic=True), self.delta(epsilon)
 
     def compose(self, other: "PLDBracket") -> "PLDBracket":
@@ -75,6 +92,26 @@ class PLDBracket:
             raise ValueError(f"cannot pair {len(a)} directions with {len(b)}")
 
         return PLDBracket(pairwise(self.pessimistic, other.pessimistic, True), pairwise(self.optimistic, other.optimistic, False), self.adjacency, self.step)
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise _validate.ArgumentKindError(f"{name}={_validate._fmt(value)} violates {name} True or False: got {type(value).__name__}")
+    return bool(value)
+
+
+def _delta_values(delta) -> np.ndarray:
+    d = np.asarray(delta, dtype=np.float64)
+    if np.any(~((d > 0) & (d < 1))):
+        raise ValueError(f"delta={_validate._fmt(delta)} violates 0 < delta < 1")
+    return d
+
+
+def _epsilon_values(epsilon) -> np.ndarray:
+    e = np.asarray(epsilon, dtype=np.float64)
+    if np.any(~(e >= 0)):  # NaN fails too
+        raise ValueError(f"epsilon={_validate._fmt(epsilon)} violates epsilon >= 0")
+    return e
 
 
 def _trim(pmf, start, inf, tail: float, pessimistic: bool):
@@ -141,8 +178,8 @@ def compose_plds(a: _pld.DiscretePLD, b: _pld.DiscretePLD, pessimistic: bool) ->
     out, inf, roundoff = (np.asarray(x) for x in _compose_pair_batch(
         np.stack([pa, pb], axis=1), np.stack([ia, ib], axis=1), np.stack([sa, sb], axis=1), np.stack([ha, hb], axis=1),
         n=n, step=a.step))
-    if pessimistic:
-        inf = np.minimum(inf + roundoff, 1.0)
+    if pessimistic:  # every composed mass raised by its pointwise bound R / n (pld.pessimistic_window)
+        out = np.asarray(out)[:, : la + lb - 1] + (np.asarray(roundoff) / n)[:, None]
     else:
         out = _pld.remove_from_top(out, roundoff)
     out, start, inf = _trim(np.asarray(out)[:, : la + lb - 1], sa + sb, np.asarray(inf), DEFAULT_TAIL, pessimistic)

@@ -29,6 +29,10 @@ Numerics (everything in log space, float64):
   a terms). Verified against mpmath to ~1e-13 relative (tests/test_gaussian_rdp.py).
   Unlike the two-sided series of Mironov et al. (Sec. 3.3), which dp_accounting truncates
   and abandons (returning inf) in some regimes, this needs no convergence test.
+* Small noise: the panels are sigma^2 wide, so below sigma ~ 0.03 a fractional order would
+  need millions of nodes; past _MAX_PANELS panels such an order gets an upper bound instead
+  (the chord of the convex log A_a between its integer neighbours, or Jensen's
+  1 - q + q e^{a(a-1)/(2 sigma^2)}): bounded time and memory at any sigma > 0, still a bound.
 """
 from __future__ import annotations
 
@@ -52,6 +56,7 @@ _SERIES_MAX_X = 0.05
 # panel counts are rounded up to one of these (steps of ~1.5x: few compilations, <= 50% waste)
 _PANEL_BUCKETS = np.unique(np.round(8 * 1.5 ** np.arange(40)).astype(np.int64))
 _MAX_INTEGER_ORDER = 4096  # binomial sum up to here; quadrature above
+_MAX_PANELS = 4096  # quadrature panels per element at most; beyond, an upper bound (_log_a_minus_1_upper)
 _MAX_TERMS_PER_CHUNK = 1 << 13  # binomial terms per jitted call (cache-sized blocks)
 _NODES_PER_CHUNK = 1 << 13  # quadrature nodes per jitted call
 
@@ -222,14 +227,52 @@ def _panels_needed(sigma, alpha) -> np.ndarray:
 def _fractional_orders(q, sigma, alpha) -> np.ndarray:
     """log(A_a - 1) for flat arrays; elements are bucketed by the panel count they need and
     processed in fixed-size chunks (a few hundred kB of nodes: cache-sized, one compilation
-    per bucket)."""
+    per bucket). Elements that would need more than _MAX_PANELS panels (small noise: the
+    integrand's features are sigma^2 wide) get the upper bound of :func:`_log_a_minus_1_upper`
+    instead, so any sigma > 0 costs bounded time and memory."""
     need = _panels_needed(sigma, alpha)
-    bucket = _PANEL_BUCKETS[np.searchsorted(_PANEL_BUCKETS, need)]
-    return _run_bucketed(
-        q, sigma, alpha, bucket, pad_order=1.5,
-        chunk_for=lambda panels: _pow2_floor(max(16, _NODES_PER_CHUNK // (panels * _GL_NODES_PER_PANEL))),
-        kernel=_log_a_minus_1_fractional,
-    )
+    out = np.empty(alpha.shape)
+    quad = need <= _MAX_PANELS
+    if np.any(quad):
+        bucket = _PANEL_BUCKETS[np.searchsorted(_PANEL_BUCKETS, need[quad])]
+        out[quad] = _run_bucketed(
+            q[quad], sigma[quad], alpha[quad], bucket, pad_order=1.5,
+            chunk_for=lambda panels: _pow2_floor(max(16, _NODES_PER_CHUNK // (panels * _GL_NODES_PER_PANEL))),
+            kernel=_log_a_minus_1_fractional,
+        )
+    if not np.all(quad):
+        out[~quad] = _log_a_minus_1_upper(q[~quad], sigma[~quad], alpha[~quad])
+    return out
+
+
+def _log_a_minus_1_upper(q, sigma, alpha) -> np.ndarray:
+    """An upper bound on log(A_a - 1) at orders the quadrature cannot afford (flat arrays,
+    0 < q < 1), the smaller of two that always hold:
+
+    * convexity: log A_a is convex in a (Hölder's inequality), so between the integers
+      k = floor(a) and k + 1 it lies below the chord (k + 1 - a) log A_k + (a - k) log A_{k+1},
+      both ends exact from the binomial sum (log A_1 = 0); for a + 1 <= _MAX_INTEGER_ORDER;
+    * Jensen: (1 - q + q r)^a <= 1 - q + q r^a (x^a is convex for a >= 1), so
+      A_a <= 1 - q + q E[r^a] = 1 - q + q exp(a (a - 1) / (2 sigma^2)) (Mironov 2017, Prop. 7).
+
+    Both are upper bounds on the RDP, so the curve stays a valid bound (where used, it is no
+    longer exact: sigma below about 0.03 at the default fractional orders)."""
+    with np.errstate(over="ignore"):
+        log_a = np.logaddexp(np.log1p(-q), np.log(q) + alpha * (alpha - 1.0) / (2.0 * sigma**2))
+    low = np.floor(alpha)
+    chord = low + 1 <= _MAX_INTEGER_ORDER
+    if np.any(chord):
+        k, qc, sc, ac = low[chord], q[chord], sigma[chord], alpha[chord]
+        ends = np.concatenate([k, k + 1])
+        at_int = np.zeros(ends.shape)  # log A_1 = 0
+        above_one = ends >= 2
+        qq, ss = np.concatenate([qc, qc]), np.concatenate([sc, sc])
+        at_int[above_one] = np.logaddexp(0.0, _integer_orders(qq[above_one], ss[above_one], ends[above_one]))
+        log_lo, log_hi = at_int[: k.size], at_int[k.size :]
+        log_a[chord] = np.minimum(log_a[chord], (k + 1 - ac) * log_lo + (ac - k) * log_hi)
+    # log(A - 1) = log A + log(1 - e^{-log A}); the bound is rounded up by a relative 1e-12
+    with np.errstate(divide="ignore"):
+        return np.where(log_a > 0, log_a + np.log(-np.expm1(-log_a)), -np.inf) + 1e-12 * np.abs(log_a)
 
 
 def _pow2_floor(n: int) -> int:
@@ -247,7 +290,8 @@ def subsampled_gaussian_rdp(q, noise_multiplier, orders) -> np.ndarray:
     Each record enters the batch independently with probability ``q``; the batch's sum of
     sensitivity-1 contributions gets N(0, noise_multiplier^2) noise (Mironov, Talwar, Zhang
     2019). ``q``, ``noise_multiplier`` and ``orders`` broadcast like NumPy; integer and
-    fractional orders > 1 are both exact to ~1e-12 relative (see the module docstring).
+    fractional orders > 1 are both exact to ~1e-12 relative (see the module docstring), except
+    fractional orders at small noise (sigma below ~0.03), which get a valid upper bound.
     ``q = 1`` gives the Gaussian RDP a / (2 sigma^2); ``q = 0`` gives 0; order inf gives inf
     (the max divergence of a Gaussian shift is infinite) for q > 0.
 
