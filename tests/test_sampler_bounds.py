@@ -78,12 +78,12 @@ def test_rdp_rows_equal_the_accountant_called_by_hand():
     sampler = samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0)
     mech = sampler_mechanism(sampler, PAIRS["add-remove"])
     eps, prov = composition_epsilons(mech, [10, 45], 1e-3, "rdp")
-    by_hand = [noisy_sgd_curve(t, math.sqrt(0.02) / 0.04, 0.25).epsilon(1e-3) for t in (10, 45)]
+    by_hand = [noisy_sgd_curve(math.sqrt(0.02) / 0.04, 0.25, t).epsilon(1e-3) for t in (10, 45)]
     np.testing.assert_allclose(eps, by_hand, rtol=1e-12)
     assert prov.released.startswith("path") and "noise multiplier 3.536" in prov.result
     cyclic = sampler_mechanism(samplers.cyclic_sgld(0.02, clip_norm=1.0), PAIRS["add-remove"])
     eps, _ = composition_epsilons(cyclic, [45], 1e-3, "rdp")
-    assert eps[0] == pytest.approx(noisy_sgd_curve(3, math.sqrt(0.02) / 0.2, 1.0).epsilon(1e-3), rel=1e-12)
+    assert eps[0] == pytest.approx(noisy_sgd_curve(math.sqrt(0.02) / 0.2, 1.0, 3).epsilon(1e-3), rel=1e-12)
     curve = sampler_composition_curve(sampler, PAIRS["add-remove"], 45, accountant="rdp")
     assert curve.epsilon(1e-3) == pytest.approx(by_hand[1], rel=1e-12) and "Poisson batches" in curve.provenance.describe()
 
@@ -164,7 +164,7 @@ def test_auto_adds_the_last_iterate_bound_labelled_last_iterate(monkeypatch):
     pair = PAIRS["add-remove"]
     model = logistic_regression(1.0, 1)
     def last_iterate_curve(t):
-        curve = noisy_sgd_curve(t, 2.0, 0.1)
+        curve = noisy_sgd_curve(2.0, 0.1, t)
         return dataclasses.replace(curve, provenance=dataclasses.replace(curve.provenance, released="last iterate"))
 
     module = _stand_in_last_iterate(monkeypatch, last_iterate_curve)
@@ -174,7 +174,7 @@ def test_auto_adds_the_last_iterate_bound_labelled_last_iterate(monkeypatch):
     rows = claims["last iterate (sampler)"]
     for t in (5, 40):
         assert rows[t].released == LAST_ITERATE
-        assert rows[t].epsilon == pytest.approx(float(noisy_sgd_curve(t, 2.0, 0.1).epsilon(1e-3)), rel=1e-12)
+        assert rows[t].epsilon == pytest.approx(float(noisy_sgd_curve(2.0, 0.1, t).epsilon(1e-3)), rel=1e-12)
     assert {"PLD (sampler)", "RDP (sampler)"} <= set(claims)  # the composition bounds stay beside it
     assert not any("last-iterate" in note for note in notes)
 
@@ -183,7 +183,7 @@ def test_a_last_iterate_curve_that_releases_the_path_is_labelled_path(monkeypatc
     """Where the model's constants are uncertified the accountant answers by composition, whose
     release is the path (the last iterate by post-processing): the row says so."""
     def composition(t):
-        curve = noisy_sgd_curve(t, 2.0, 0.1)
+        curve = noisy_sgd_curve(2.0, 0.1, t)
         released = "path (every iterate; the last iterate by post-processing)"
         return dataclasses.replace(curve, provenance=dataclasses.replace(curve.provenance, released=released))
 

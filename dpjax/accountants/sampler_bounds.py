@@ -199,7 +199,7 @@ def composition_epsilons(mechanism: SamplerMechanism, steps: Sequence[int], delt
     if accountant == "rdp":
         if q < 1 and mechanism.adjacency != "add-remove":
             raise BoundUnavailable("the RDP accountant's subsampled Gaussian bound is for add/remove adjacency; the PLD row covers replace-one")
-        eps = np.array([float(noisy_sgd_curve(k, sigma, q, adjacency=mechanism.adjacency).epsilon(delta)) if k > 0 else 0.0 for k in counts])
+        eps = np.array([float(noisy_sgd_curve(sigma, q, k, adjacency=mechanism.adjacency).epsilon(delta)) if k > 0 else 0.0 for k in counts])
         result = "RDP accountant (noisy_sgd_curve): " + ("Poisson-subsampled " if q < 1 else "") + "Gaussian mechanism"
     elif accountant == "pld":
         positive = np.array([k for k in counts if k > 0], dtype=np.int64)
@@ -236,7 +236,7 @@ def sampler_composition_curve(sampler: LangevinSampler, pair: NeighbouringPair, 
     if accountant == "rdp":
         if mech.sampling_rate < 1 and mech.adjacency != "add-remove":
             raise BoundUnavailable("the RDP accountant's subsampled Gaussian bound is for add/remove adjacency; use accountant='pld'")
-        curve = noisy_sgd_curve(k, mech.noise_multiplier, mech.sampling_rate, adjacency=mech.adjacency)
+        curve = noisy_sgd_curve(mech.noise_multiplier, mech.sampling_rate, k, adjacency=mech.adjacency)
     elif accountant == "pld":
         curve = pld_curve(mech.noise_multiplier, mech.sampling_rate, k, adjacency=mech.adjacency, sampling="poisson")
     else:

@@ -181,7 +181,7 @@ def _composition(cfg: _Config):
     mu = np.sqrt(uses.astype(np.float64)) * rho
     # the Gaussian mechanism's RDP, through the package's accountant (a rho = 0 step is free)
     safe = np.where(rho > 0, rho, 1.0)
-    rdp = noisy_sgd_curve(1, 1.0 / safe, 1.0).rdp * (uses * (rho > 0))[..., None]
+    rdp = noisy_sgd_curve(1.0 / safe, 1.0, 1).rdp * (uses * (rho > 0))[..., None]
     return mu, rdp
 
 
@@ -195,7 +195,7 @@ def _subsampled_rdp_per_step(multipliers: np.ndarray, rates: np.ndarray) -> np.n
     if key not in _PER_STEP_CACHE:
         if len(_PER_STEP_CACHE) >= 64:
             _PER_STEP_CACHE.pop(next(iter(_PER_STEP_CACHE)))
-        _PER_STEP_CACHE[key] = noisy_sgd_curve(1, multipliers, rates).rdp
+        _PER_STEP_CACHE[key] = noisy_sgd_curve(multipliers, rates, 1).rdp
     return _PER_STEP_CACHE[key]
 
 
