@@ -499,8 +499,9 @@ def _solve(problem: _Problem, acc: _Accountant, target, delta) -> dict:
                         # coarsened to fit (a finer grid does not), or refined far enough already
                         raise _Limit("resolution", int(i), f"{h_ok[j]:g}:{worst[j]:.3g}")
                     # error about proportional to the grid: aim at a quarter of the tolerance
-                    factor = max(2.0, 2.0 ** math.ceil(math.log2(4.0 * worst[j] / (GRID_TOLERANCE * target[i]))))
-                    base[i] = h_ok[j] / factor if math.isfinite(factor) else h_ok[j] / 16
+                    ratio = 4.0 * worst[j] / (GRID_TOLERANCE * target[i])
+                    factor = max(2.0, 2.0 ** math.ceil(math.log2(ratio))) if math.isfinite(ratio) else 16.0
+                    base[i] = h_ok[j] / factor
                     redo[j] = True
         else:
             for j in np.flatnonzero(~answered & ~np.isfinite(eps_bad)):

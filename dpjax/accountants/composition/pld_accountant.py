@@ -36,7 +36,12 @@ CHUNK_ELEMENTS = 2**21  # configurations x grid points per call: fixed chunk sha
 # caches (measured on a 2-core EPYC: 2^19 runs at half the time per point of 2^21), and at
 # least 2 configurations per call for the two cores (a single FFT is not parallelised)
 COMPOSE_CHUNK_ELEMENTS = 2**19
-TILT_NEEDED = 1e-4  # eps alone: the tilted composition runs where R > this fraction of the asked delta
+# eps alone: the tilted composition runs where R exceeds this fraction of the asked delta (the
+# pointwise bound then moves delta by less than 0.1%, never more than R did at +inf before), and
+# at once (no untilted pass first) for every configuration when the asked delta is below
+# TILT_ALWAYS_BELOW, where it is nearly always needed
+TILT_NEEDED = 1e-3
+TILT_ALWAYS_BELOW = 1e-7
 # a kept PLD's tilts: the upper-tail masses they aim at. Each bounds the masses near and above
 # where the tail is its target to a relative ~1e-10 (pld.tilted_upper_bound); three cover
 # deltas from the round-off bound (~1e-9) down to the floor, heavy tails (small q) included
@@ -489,14 +494,12 @@ def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, d
     # eps alone: every chunk is dispatched before any answer is read (the device's queue stays
     # full); kept PLDs: each chunk is read and trimmed at once (its untrimmed window is n points
     # per configuration, too large to hold for a whole batch). A kept pessimistic PLD is always
-    # bounded through tilted compositions aimed at KEPT_TILTS (it may be asked any delta
-    # later); for eps
-    # alone that second composition runs only where the pointwise round-off bound could move
-    # the asked delta by more than TILT_NEEDED of itself (the eps it gives then differs from the
-    # tilted one by far less than the grid)
+    # bounded through tilted compositions aimed at KEPT_TILTS (it may be asked any delta later);
+    # for eps alone one tilt aimed at the asked delta, where TILT_NEEDED / TILT_ALWAYS_BELOW say
     todo = np.flatnonzero(~over)
-    dispatch(todo, tilts=KEPT_TILTS if (tilt and keep) else ())
-    if pessimistic and tilt and not keep and todo.size:
+    at_once = pessimistic and tilt and not keep and float(np.min(deltas)) < TILT_ALWAYS_BELOW
+    dispatch(todo, tilts=KEPT_TILTS if (tilt and keep) else ((None,) if at_once else ()))
+    if pessimistic and tilt and not keep and not at_once and todo.size:
         need = todo[res["roundoff"][todo] > TILT_NEEDED * float(np.min(deltas))]
         if need.size:
             dispatch(need, tilts=(None,))  # aimed at the asked delta
