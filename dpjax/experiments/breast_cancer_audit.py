@@ -42,6 +42,7 @@ import time
 
 import numpy as np
 
+from ._arguments import int_list
 from ._report import stage
 
 DEFAULTS = dict(
@@ -54,13 +55,7 @@ CONFIDENCE = 0.95
 
 
 def _step_list(text: str) -> list:
-    try:
-        steps = sorted({int(t) for t in str(text).split(",") if t.strip()})
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"steps={text!r} violates a comma-separated list of positive integers") from None
-    if not steps or steps[0] < 1:
-        raise argparse.ArgumentTypeError(f"steps={text!r} violates a comma-separated list of positive integers")
-    return steps
+    return int_list(text, distinct_sorted=True, label="steps=")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,3 +14,17 @@ def int_list(text: str) -> list[int]:
     if not values or any(v < 2 for v in values):
         raise argparse.ArgumentTypeError(f"{text!r}: every n must be an integer >= 2")
     return values
+
+
+def add_rate_options(parser: argparse.ArgumentParser) -> None:
+    """The reported quantile over datasets and the contamination rate p_n and delta_n of paper 003's runs."""
+    parser.add_argument("--quantile", type=float, default=0.99, help="reported quantile over datasets (default 0.99)")
+    parser.add_argument("--rate-exponent", type=float, default=0.125, help="contamination rate p_n = n^-exponent (default 1/8)")
+    parser.add_argument("--delta-factor", type=float, default=10.0, help="delta_n = 1/(factor n) (default 10)")
+
+
+def add_batch_options(parser: argparse.ArgumentParser) -> None:
+    """How the datasets are batched on the device and whether a progress bar shows (results do not depend on either)."""
+    parser.add_argument("--dataset-batch", type=int, default=None,
+                        help="datasets per compiled batch (default 8 on a CPU, 64 on a GPU or TPU; the results do not depend on it)")
+    parser.add_argument("--progress", action="store_true", help="show a progress bar per n")

@@ -18,7 +18,9 @@ import time
 
 import numpy as np
 
+from .._figures import label_axes
 from .._report import stage
+from ._arguments import add_batch_options, add_rate_options
 
 PAPER_N = [1000, 3000, 10000, 30000, 100000, 300000, 500000]  # "n from 1,000 to 500,000"; the grid is chosen here
 QUICK_N = [1000, 3000, 10000]
@@ -71,13 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser, kind: str) -> None:
                              "(the paper does not print theta*; default 0.5,2; empty string: skip)")
     parser.add_argument("--sensitivity-K", type=int, default=None, help="datasets per sensitivity point (default 200, --quick 20)")
     parser.add_argument("--proposal-scale", type=float, default=2.0, help="importance proposal N(MAP, s^2 H^-1) scale s (default 2)")
-    parser.add_argument("--quantile", type=float, default=0.99, help="reported quantile over datasets (default 0.99)")
-    parser.add_argument("--rate-exponent", type=float, default=0.125, help="contamination rate p_n = n^-exponent (default 1/8)")
-    parser.add_argument("--delta-factor", type=float, default=10.0, help="delta_n = 1/(factor n) (default 10)")
+    add_rate_options(parser)
     parser.add_argument("--extrapolate-to", type=float, default=1e7, help="largest n of the extrapolated fit (default 1e7)")
-    parser.add_argument("--dataset-batch", type=int, default=None,
-                        help="datasets per compiled batch (default 8 on a CPU, 64 on a GPU or TPU; the results do not depend on it)")
-    parser.add_argument("--progress", action="store_true", help="show a progress bar per n")
+    add_batch_options(parser)
     add_merge_argument(parser)
 
 
@@ -435,12 +433,8 @@ def draw_panel(ax, results, d, title) -> None:
             if label == "contaminated":
                 ax.plot(grid, eps[0] * (grid / n[0]) ** rate["theorem4_rate"], ":", color="k", alpha=0.6,
                         label=f"Theorem 4 rate n^{rate['theorem4_rate']:.3f}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel(r"$\hat\epsilon_n$  ($\delta_n = 1/(10n)$)")
-    ax.set_title(f"{title}, d = {d}, K = {k_label(res)}", fontsize=9)
-    ax.legend(fontsize=7)
+    label_axes(ax, "n", r"$\hat\epsilon_n$  ($\delta_n = 1/(10n)$)",
+               f"{title}, d = {d}, K = {k_label(res)}", log="xy", title_size=9, grid=False, legend_size=7)
 
 
 def headline(results: dict, name: str) -> list:

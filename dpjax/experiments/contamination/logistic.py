@@ -33,8 +33,9 @@ import time
 import numpy as np
 
 from . import _regression as common
+from .._figures import label_axes
 from .._report import stage
-from ._arguments import int_list
+from ._arguments import add_batch_options, add_rate_options, int_list
 
 DEFAULT_N = [1000, 2000, 5000, 10000, 20000]
 QUICK_N = [1000, 5000]
@@ -71,12 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
                         help="importance proposal N(MAP, s^2 H^-1) scale s (default 2)")
     if not prefix:
         parser.add_argument("--extrapolate-to", type=float, default=1e7, help="largest n of the extrapolated fit (default 1e7)")
-        parser.add_argument("--quantile", type=float, default=0.99, help="reported quantile over datasets (default 0.99)")
-        parser.add_argument("--rate-exponent", type=float, default=0.125, help="contamination rate p_n = n^-exponent (default 1/8)")
-        parser.add_argument("--delta-factor", type=float, default=10.0, help="delta_n = 1/(factor n) (default 10)")
-        parser.add_argument("--dataset-batch", type=int, default=None,
-                        help="datasets per compiled batch (default 8 on a CPU, 64 on a GPU or TPU; the results do not depend on it)")
-        parser.add_argument("--progress", action="store_true", help="show a progress bar per n")
+        add_rate_options(parser)
+        add_batch_options(parser)
         from ._regression import add_merge_argument
 
         add_merge_argument(parser)
@@ -190,12 +187,8 @@ def draw_panel(ax, results) -> None:
         hi = np.asarray(results[f"interval_high_{label}"], dtype=float)
         hi = np.where(np.isfinite(hi), hi, eps)
         ax.errorbar(n, eps, yerr=[eps - lo, hi - eps], fmt=marker, capsize=3, label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel(r"$\hat\epsilon_n$  ($\delta_n = 1/(10n)$)")
-    ax.set_title(f"Logistic regression d={results['settings']['dim']} (paper 003, Fig. 2b), K={common.k_label(results)}", fontsize=9)
-    ax.legend(fontsize=8)
+    label_axes(ax, "n", r"$\hat\epsilon_n$  ($\delta_n = 1/(10n)$)",
+               f"Logistic regression d={results['settings']['dim']} (paper 003, Fig. 2b), K={common.k_label(results)}", log="xy", title_size=9, grid=False, legend_size=8)
 
 
 def main(argv=None) -> int:

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from .._report import stage
-from ._arguments import int_list
+from ._arguments import add_batch_options, add_rate_options, int_list
 
 PAPER_N = [100, 1000, 2000, 5000, 10000, 20000, 50000]
 PAPER_EPSILON_HAT = [2.85, 0.94, 0.72, 0.46, 0.32, 0.26, 0.18]
@@ -38,18 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-values", type=int_list, default=PAPER_N, help="dataset sizes n (comma-separated; default: Table 1's)")
     parser.add_argument("--K", type=int, default=None, help=f"simulated datasets per n (default 1000, --quick {QUICK_NUM_DATASETS})")
     parser.add_argument("--particles", type=int, default=1000, help="importance-sampling particles m per dataset (default 1000)")
-    parser.add_argument("--quantile", type=float, default=0.99, help="reported quantile over datasets (default 0.99)")
-    parser.add_argument("--rate-exponent", type=float, default=0.125, help="contamination rate p_n = n^-exponent (default 1/8)")
-    parser.add_argument("--delta-factor", type=float, default=10.0, help="delta_n = 1/(factor n) (default 10)")
+    add_rate_options(parser)
     parser.add_argument("--width", type=float, default=600.0, help="width of the truncation interval centred at theta* (default 600)")
     parser.add_argument("--proposal-scale", type=float, default=2.0, help="importance proposal N(MAP, s^2 H^-1) scale s (default 2)")
     parser.add_argument("--box-centre", choices=["map", "theta_star"], default="map",
                         help="centre of the L_inf box A_n: the MAP (Algorithm 1's theta-hat, default) or theta*")
     parser.add_argument("--grid", type=int, default=1201, help="record grid points over the interval for the sup/inf (default 1201)")
     parser.add_argument("--interpolation-nodes", type=int, default=32, help="Chebyshev nodes for the potential at the particles; 0 = exact (default 32)")
-    parser.add_argument("--dataset-batch", type=int, default=None,
-                        help="datasets per compiled batch (default 8 on a CPU, 64 on a GPU or TPU; the results do not depend on it)")
-    parser.add_argument("--progress", action="store_true", help="show a progress bar per n")
+    add_batch_options(parser)
     parser.add_argument("--no-logistic", action="store_true", help="skip the logistic-regression comparison (paper 003 §4.3)")
     from . import logistic as contamination_logistic
 

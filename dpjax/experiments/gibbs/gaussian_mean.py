@@ -26,22 +26,29 @@ import math
 import numpy as np
 
 from ...accountants.posterior import gibbs as gb
+from .._arguments import add_defaulted_options
 from .._report import stage
 
 PAPER = dict(beta_over_n_lsi=1.79e-4, beta_over_n_b7=1.26e-4, n_for_beta_1=5600, example17_beta=0.012, exp_mech_beta=0.0125, crossover_n=15)
 
 
+DEFAULTS = dict(epsilon=0.1, delta=1e-3, radius=1.0, prior_precision=0.0, prior_variance=1.0, example17_n=10, mc_n=100, mc_pairs=50000,
+                mc_step_fraction=0.02, mc_steps=1000)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--epsilon", type=float, default=0.1, help="target eps (paper: 0.1)")
-    parser.add_argument("--delta", type=float, default=1e-3, help="target delta (paper: 1e-3)")
-    parser.add_argument("--radius", type=float, default=1.0, help="r, the bound on |x| (paper: 1)")
-    parser.add_argument("--prior-precision", type=float, default=0.0, help="lambda (paper: 0, the flat prior)")
-    parser.add_argument("--prior-variance", type=float, default=1.0, help="v of Example 17's logit-normal prior (paper: 1)")
-    parser.add_argument("--example17-n", type=int, default=10, help="n at which Example 17's exact beta is computed by quadrature")
-    parser.add_argument("--mc-n", type=int, default=100, help="records in the ULA Monte Carlo check (App. D.2)")
-    parser.add_argument("--mc-pairs", type=int, default=50000, help="coupled ULA chain pairs (quick: 10000)")
-    parser.add_argument("--mc-step-fraction", type=float, default=0.02, help="ULA step gamma as a fraction of 1/(n beta + lambda)")
-    parser.add_argument("--mc-steps", type=int, default=1000, help="ULA steps (from 0; the chain contracts by 1 - fraction per step)")
+    add_defaulted_options(parser, DEFAULTS, """
+        epsilon           target eps (paper: 0.1)
+        delta             target delta (paper: 1e-3)
+        radius            r, the bound on |x| (paper: 1)
+        prior_precision   lambda (paper: 0, the flat prior)
+        prior_variance    v of Example 17's logit-normal prior (paper: 1)
+        example17_n       n at which Example 17's exact beta is computed by quadrature
+        mc_n              records in the ULA Monte Carlo check (App. D.2)
+        mc_pairs          coupled ULA chain pairs (quick: 10000)
+        mc_step_fraction  ULA step gamma as a fraction of 1/(n beta + lambda)
+        mc_steps          ULA steps (from 0; the chain contracts by 1 - fraction per step)
+    """)
     parser.add_argument("--no-mc", action="store_true", help="skip the Monte Carlo check")
 
 

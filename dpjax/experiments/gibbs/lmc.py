@@ -46,6 +46,7 @@ from ...accountants.posterior import gibbs as gb
 from ...accountants.samplers import lmc
 from ...accountants.mechanisms.gaussian_divergence import analytic_gaussian_delta, analytic_gaussian_epsilon
 from ...accountants.mechanisms.gaussian_tv import gaussian_tv
+from .._arguments import add_defaulted_options
 from .._report import stage
 
 DEFAULT_GAMMAS = (0.2, 0.1, 0.05)
@@ -65,13 +66,18 @@ def _floats(text: str) -> list[float]:
     return vals
 
 
+DEFAULTS = dict(epsilon=1.0, delta=1e-3, n=10, radius=1.0, dim=2, kappa=2.0)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--epsilon", type=float, default=1.0, help="the Gibbs posterior's eps target (default 1)")
-    parser.add_argument("--delta", type=float, default=1e-3, help="its delta (default 1e-3)")
-    parser.add_argument("--n", type=int, default=10, help="records (default 10)")
-    parser.add_argument("--radius", type=float, default=1.0, help="r, the bound on |x| (paper: 1)")
-    parser.add_argument("--dim", type=int, default=2, help="d >= 2 (default 2)")
-    parser.add_argument("--kappa", type=float, default=2.0, help="condition number M/m of U (default 2; 1 = App. B's isotropic case)")
+    add_defaulted_options(parser, DEFAULTS, """
+        epsilon  the Gibbs posterior's eps target (default 1)
+        delta    its delta (default 1e-3)
+        n        records (default 10)
+        radius   r, the bound on |x| (paper: 1)
+        dim      d >= 2 (default 2)
+        kappa    condition number M/m of U (default 2; 1 = App. B's isotropic case)
+    """)
     parser.add_argument("--gammas", type=_floats, default=None, help="TV levels (default 0.2,0.1,0.05; --quick 0.2)")
     parser.add_argument("--temperature-rule", choices=("exact", "theorem15"), default="exact",
                         help="beta: the largest with the posterior exactly (eps, delta)-DP (default), or by Theorem 15's LSI bound")

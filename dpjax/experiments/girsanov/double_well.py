@@ -27,6 +27,8 @@ import numpy as np
 
 from ...accountants.samplers import girsanov
 from ...accountants.samplers import markov_grid as mg
+from .._arguments import add_defaulted_options, compute_then_draw, int_list
+from .._figures import finish_figure, label_axes
 from .._report import stage
 
 DEFAULTS = dict(mu=1.0, barrier=2.0, width=0.7, tilt=0.5, step_size=0.1, order=2.0, delta=1e-3, steps="1,2,5,10,20,50,100,200,500,1000",
@@ -35,24 +37,20 @@ SENSITIVITY_BARRIER = (0.0, 1.0, 2.0, 4.0)
 
 
 def _steps(text: str) -> list[int]:
-    try:
-        out = sorted({int(t) for t in str(text).split(",") if t.strip()})
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} violates a comma-separated list of positive integers") from None
-    if not out or out[0] < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} violates a comma-separated list of positive integers")
-    return out
+    return int_list(text, distinct_sorted=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = DEFAULTS
-    parser.add_argument("--mu", type=float, default=d["mu"], help="strong convexity of K(x) = mu x^2 / 2")
-    parser.add_argument("--barrier", type=float, default=d["barrier"], help="B: height of the bump B exp(-x^2/(2 w^2))")
-    parser.add_argument("--width", type=float, default=d["width"], help="w: width of the bump")
-    parser.add_argument("--tilt", type=float, default=d["tilt"], help="a: V_D has -a x on D and +a x on D'")
-    parser.add_argument("--step-size", type=float, default=d["step_size"], help="ULA step gamma (< 2 / mu)")
-    parser.add_argument("--order", type=float, default=d["order"], help="Rényi order of the RDP columns")
-    parser.add_argument("--delta", type=float, default=d["delta"], help="delta of the eps columns")
+    add_defaulted_options(parser, d, """
+        mu         strong convexity of K(x) = mu x^2 / 2
+        barrier    B: height of the bump B exp(-x^2/(2 w^2))
+        width      w: width of the bump
+        tilt       a: V_D has -a x on D and +a x on D'
+        step_size  ULA step gamma (< 2 / mu)
+        order      Rényi order of the RDP columns
+        delta      delta of the eps columns
+    """)
     parser.add_argument("--steps", type=_steps, default=_steps(d["steps"]), help="recorded step counts")
     parser.add_argument("--pairs", type=int, default=None, help=f"coupled pairs (default {d['pairs']}, {d['quick_pairs']} with --quick; 0: skip)")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence of the coupled-chain lower bounds")
@@ -198,11 +196,6 @@ def compute(args) -> dict:
     )
 
 
-def run(args) -> tuple[dict, object]:
-    results = compute(args)
-    return results, figure(results)
-
-
 def headline(results: dict) -> list[dict]:
     p, b, ex = results["parameters"], results["bounds"], results["exact"]
     rows = [
@@ -233,10 +226,8 @@ def figure(results: dict):
     for sign, label, color in ((1.0, "D (tilt +a)", "C0"), (-1.0, "D' (tilt -a)", "C1")):
         u = dw.potential(sign)(x)
         ax.plot(x, u - u.min(), color=color, label=f"U on {label}")
-    ax.set_xlabel("x")
-    ax.set_ylabel("potential (shifted to min 0)")
-    ax.set_title(f"U = mu x^2/2 + B exp(-x^2/(2w^2)) -+ a x: B = {p['barrier']:g}, w = {p['width']:g}, a = {p['tilt']:g}", fontsize=9)
-    ax.legend(fontsize=8)
+    label_axes(ax, "x", "potential (shifted to min 0)",
+               f"U = mu x^2/2 + B exp(-x^2/(2w^2)) -+ a x: B = {p['barrier']:g}, w = {p['width']:g}, a = {p['tilt']:g}", title_size=9, grid=False, legend_size=8)
     ax = fig.add_subplot(1, 3, 2)
     ax.axhline(b["paper"]["epsilon"], color="C3", ls="--", label="Theorem 5.2 (printed constant), all n")
     ax.axhline(b["strict"]["epsilon"], color="C3", ls=":", label="Theorem 5.2 (the proof's constant)")
@@ -245,24 +236,16 @@ def figure(results: dict):
     if mc is not None:
         ax.plot(steps, mc["lower_bound"], "v", color="C2", ms=7, label=f"{100 * mc['confidence']:g}% lower bound, {mc['num_pairs']} coupled pairs")
     ax.axhline(results["posterior_limit"]["exact_posterior_epsilon"], color="gray", lw=1, label="posterior, exact")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("step n")
-    ax.set_ylabel(f"eps at delta = {p['delta']:g}")
-    ax.set_title(f"ULA, gamma = {p['step_size']:g}: the non-convex bound against the exact privacy", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    label_axes(ax, "step n", f"eps at delta = {p['delta']:g}",
+               f"ULA, gamma = {p['step_size']:g}: the non-convex bound against the exact privacy", log="xy", legend_size=7)
     ax = fig.add_subplot(1, 3, 3)
     sens = results["sensitivity"]
     bs = [r["barrier"] for r in sens]
     ax.plot(bs, [r["thm52_epsilon"] for r in sens], "C3o--", label="Theorem 5.2 (printed constant)")
     ax.plot(bs, [r["exact_epsilon"] for r in sens], "ko-", label=f"exact, step {steps[-1]}")
-    ax.set_yscale("log")
-    ax.set_xlabel("barrier height B (B = 0: convex)")
-    ax.set_ylabel(f"eps at delta = {p['delta']:g}")
-    ax.set_title("the bump enters c = sup|grad V_D| though D and D' share it", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.suptitle("paper 001 Theorem 5.2 on a double-well potential", fontsize=10)
-    fig.tight_layout()
-    return fig
+    label_axes(ax, "barrier height B (B = 0: convex)", f"eps at delta = {p['delta']:g}",
+               "the bump enters c = sup|grad V_D| though D and D' share it", log="y", legend_size=7)
+    return finish_figure(fig, "paper 001 Theorem 5.2 on a double-well potential")
+
+
+run = compute_then_draw(compute, figure)

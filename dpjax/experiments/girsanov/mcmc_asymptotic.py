@@ -39,6 +39,8 @@ import numpy as np
 from ...accountants.mechanisms import gaussian_divergence as gd
 from ...accountants.samplers import markov_grid as mg
 from . import mcmc_convergence as mc
+from .._arguments import add_defaulted_options, compute_then_draw, int_list
+from .._figures import label_axes
 from .._report import stage
 
 DEFAULTS = dict(records=10, prior_precision=1.0, shift=4.0, step_size=0.02, num_steps=150, delta=1e-3, epsilon=3.8,
@@ -48,13 +50,7 @@ SENSITIVITY_STEP_SIZES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.15)  # gamma h from 0.
 
 
 def _int_list(text: str) -> list[int]:
-    try:
-        out = [int(t) for t in str(text).split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} violates a comma-separated list of integers >= 0") from None
-    if not out or any(k < 0 for k in out):
-        raise argparse.ArgumentTypeError(f"{text!r} violates a comma-separated list of integers >= 0")
-    return out
+    return int_list(text, minimum=0)
 
 
 def _chain_list(text: str) -> list[str]:
@@ -66,13 +62,15 @@ def _chain_list(text: str) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = DEFAULTS
-    parser.add_argument("--records", type=int, default=d["records"], help="number of records, evenly spread on [-1, 1]")
-    parser.add_argument("--prior-precision", type=float, default=d["prior_precision"], help="lambda: prior N(0, 1/lambda), also the start")
-    parser.add_argument("--shift", type=float, default=d["shift"], help="the neighbour moves the first record by this much")
-    parser.add_argument("--step-size", type=float, default=d["step_size"], help="gamma of ULA and MALA (AR(1): rho = 1 - gamma h)")
-    parser.add_argument("--num-steps", type=int, default=d["num_steps"], help="steps 0..NUM_STEPS")
-    parser.add_argument("--delta", type=float, default=d["delta"], help="delta of the eps curves")
-    parser.add_argument("--epsilon", type=float, default=d["epsilon"], help="eps of the Corollary 3.3 check")
+    add_defaulted_options(parser, d, """
+        records          number of records, evenly spread on [-1, 1]
+        prior_precision  lambda: prior N(0, 1/lambda), also the start
+        shift            the neighbour moves the first record by this much
+        step_size        gamma of ULA and MALA (AR(1): rho = 1 - gamma h)
+        num_steps        steps 0..NUM_STEPS
+        delta            delta of the eps curves
+        epsilon          eps of the Corollary 3.3 check
+    """)
     parser.add_argument("--pairs", type=int, default=None, help=f"coupled pairs per chain (default {d['pairs']}, {d['quick_pairs']} with --quick)")
     parser.add_argument("--mc-chains", type=_chain_list, default=list(CHAINS), help="chains simulated for the lower bounds (comma-separated subset of ula, exact_ar1, mala)")
     parser.add_argument("--mc-steps", type=_int_list, default=_int_list(d["mc_steps"]), help="steps with coupled-chain lower bounds")
@@ -311,11 +309,6 @@ def compute(args) -> dict:
     return results
 
 
-def run(args) -> tuple[dict, object]:
-    results = compute(args)
-    return results, figure(results)
-
-
 def headline(results: dict) -> list[dict]:
     ch, post, p = results["chains"], results["posterior"], results["parameters"]
     rows = [
@@ -347,10 +340,7 @@ def figure(results: dict):
     ax.axhline(results["ula_bias"]["tv_limit"], color="C3", ls=":", lw=1, label="ULA's limit r (bias)")
     ax.set_yscale("log")
     ax.set_ylim(1e-6, 1.0)
-    ax.set_xlabel("step n")
-    ax.set_ylabel("total variation")
-    ax.set_title("distance to the posterior, and Prop 3.4's lower bound", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
+    label_axes(ax, "step n", "total variation", "distance to the posterior, and Prop 3.4's lower bound")
     ax.legend(fontsize=7, loc="lower left")
 
     ax = fig.add_subplot(1, 2, 2)
@@ -367,9 +357,8 @@ def figure(results: dict):
     post = results["posterior"]
     ax.axhline(post["epsilon_at_delta"], color="k", ls="--", lw=1, label="posterior (the target), exact")
     ax.axhline(results["parameters"]["epsilon"], color="gray", ls=":", lw=1, label="eps of the Cor. 3.3 check")
-    ax.set_xlabel("step n")
-    ax.set_ylabel(f"eps at delta = {results['parameters']['delta']:g}")
-    ax.set_title("privacy of the n-th state: pi-invariant chains reach the posterior's", fontsize=10)
+    label_axes(ax, "step n", f"eps at delta = {results['parameters']['delta']:g}",
+               "privacy of the n-th state: pi-invariant chains reach the posterior's", grid=False)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     p = results["parameters"]
@@ -377,3 +366,6 @@ def figure(results: dict):
                  f"(rho = {p['rho']:.3g}), start = prior", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+run = compute_then_draw(compute, figure)

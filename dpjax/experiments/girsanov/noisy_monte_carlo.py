@@ -30,6 +30,8 @@ import math
 import numpy as np
 
 from . import noisy_monte_carlo_bounds as nmc
+from .._arguments import add_defaulted_options, compute_then_draw
+from .._figures import label_axes
 from .._report import stage
 from .mcmc_asymptotic import Problem
 
@@ -41,13 +43,15 @@ SWEEP_SAMPLES = (100, 1000, 10000)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = DEFAULTS
-    parser.add_argument("--records", type=int, default=d["records"], help="number of records, evenly spread on [-1, 1]")
-    parser.add_argument("--prior-precision", type=float, default=d["prior_precision"], help="lambda: prior N(0, 1/lambda), also the chains' start")
-    parser.add_argument("--shift", type=float, default=d["shift"], help="the neighbour moves the first record by this much")
-    parser.add_argument("--rho", type=float, default=d["rho"], help="the exact AR(1) kernel's autocorrelation")
-    parser.add_argument("--num-samples", type=int, default=d["num_samples"], help="N: chain steps averaged")
-    parser.add_argument("--epsilon", type=float, default=d["epsilon"], help="eps of the Laplace noise (Assumption 3.5)")
-    parser.add_argument("--delta-tilde", type=float, default=d["delta_tilde"], help="delta~ of Assumption 3.8")
+    add_defaulted_options(parser, d, """
+        records          number of records, evenly spread on [-1, 1]
+        prior_precision  lambda: prior N(0, 1/lambda), also the chains' start
+        shift            the neighbour moves the first record by this much
+        rho              the exact AR(1) kernel's autocorrelation
+        num_samples      N: chain steps averaged
+        epsilon          eps of the Laplace noise (Assumption 3.5)
+        delta_tilde      delta~ of Assumption 3.8
+    """)
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence of the coupled-chain lower bounds")
     parser.add_argument("--releases", type=int, default=None, help=f"simulated releases per dataset (default {d['releases']}, {d['quick_releases']} with --quick; 0: skip)")
 
@@ -158,11 +162,6 @@ def compute(args) -> dict:
     return results
 
 
-def run(args) -> tuple[dict, object]:
-    results = compute(args)
-    return results, figure(results)
-
-
 def simulate(problem: Problem, rho: float, N: int, main: dict, sync_scale: float, releases: int, seed: int, confidence: float = 0.95) -> dict:
     """Releases from coupled chain pairs plus Laplace noise, and lower confidence bounds on eps."""
     import jax
@@ -256,12 +255,7 @@ def figure(results: dict):
         for key, color, label in (("prop310", "C0", "Prop 3.10"), ("prop37_synchronous", "C2", "Prop 3.7")):
             ax.plot([mcr[key]["delta"]], [mcr[key]["lower_bound"]], "v", color=color, mec="k", ms=8, zorder=5,
                     label=f"{100 * mcr['confidence']:g}% lower bound from {mcr['releases']} simulated releases ({label} noise)")
-    ax.set_xscale("log")
-    ax.set_xlabel("delta")
-    ax.set_ylabel("eps")
-    ax.set_title("guarantees above the exact privacy above the lower bounds", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    label_axes(ax, "delta", "eps", "guarantees above the exact privacy above the lower bounds", log="x", legend_size=7)
 
     ax = fig.add_subplot(1, 3, 3)
     sens = results["sensitivity"]
@@ -279,3 +273,6 @@ def figure(results: dict):
                  f"eps = {p['epsilon']:g}, delta~ = {p['delta_tilde']:g}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+run = compute_then_draw(compute, figure)

@@ -51,31 +51,31 @@ import numpy as np
 from ...accountants.samplers import girsanov
 from ...accountants.curve import PrivacyCurve, Provenance
 from ...accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
+from .._arguments import add_defaulted_options, compute_then_draw, int_list
+from .._figures import label_axes
 
 DEFAULTS = dict(c=1.0, L=1.0, mu=1.0, step_size=0.1, steps="1,10,100,1000", order=2.0, batch_size=10, inverse_temperature=1.0, delta=1e-5)
 
 
 def _step_list(text: str) -> list[int]:
-    try:
-        steps = [int(t) for t in str(text).split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"steps={text!r} violates a comma-separated list of positive integers") from None
-    if not steps or any(k < 1 for k in steps):
-        raise argparse.ArgumentTypeError(f"steps={text!r} violates a comma-separated list of positive integers")
-    return steps
+    return int_list(text, label="steps=")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = DEFAULTS
-    parser.add_argument("--c", type=float, default=d["c"], help="bound on |a_D| (and per-record |a_i|); a_D - a_D' = 2c")
-    parser.add_argument("--L", type=float, default=d["L"], help="smoothness constant used by the bounds (>= mu; K's own is mu)")
-    parser.add_argument("--mu", type=float, default=d["mu"], help="strong convexity of K(x) = mu x^2 / 2")
-    parser.add_argument("--step-size", type=float, default=d["step_size"], help="gamma, must be < 2 mu / L^2")
+    add_defaulted_options(parser, d, """
+        c          bound on |a_D| (and per-record |a_i|); a_D - a_D' = 2c
+        L          smoothness constant used by the bounds (>= mu; K's own is mu)
+        mu         strong convexity of K(x) = mu x^2 / 2
+        step_size  gamma, must be < 2 mu / L^2
+    """)
     parser.add_argument("--steps", type=_step_list, default=_step_list(d["steps"]), help="comma-separated step counts")
-    parser.add_argument("--order", type=float, default=d["order"], help="Rényi order a at which RDP / a is reported")
-    parser.add_argument("--batch-size", type=int, default=d["batch_size"], help="SGLD batch size s")
-    parser.add_argument("--inverse-temperature", type=float, default=d["inverse_temperature"], help="SGLD beta")
-    parser.add_argument("--delta", type=float, default=d["delta"], help="delta for the eps columns")
+    add_defaulted_options(parser, d, """
+        order                Rényi order a at which RDP / a is reported
+        batch_size           SGLD batch size s
+        inverse_temperature  SGLD beta
+        delta                delta for the eps columns
+    """)
 
 
 # ------------------------------------------------------------------------------------------
@@ -214,12 +214,6 @@ def compute(args) -> dict:
     return results
 
 
-def run(args) -> tuple[dict, object]:
-    """Compute every bound and exact value (RDP / order) per step count, and a figure."""
-    results = compute(args)
-    return results, _figure(results)
-
-
 def _figure(results: dict):
     from matplotlib.figure import Figure
 
@@ -248,12 +242,7 @@ def _figure(results: dict):
         ax = fig.add_subplot(1, 2, i + 1)
         for key, label, color, style, marker in series:
             ax.plot(steps, results[key], style, color=color, marker=marker, label=label)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("steps n")
-        ax.set_ylabel(f"RDP / order (any order; a = {results['order']:g})")
-        ax.set_title(title, fontsize=10)
-        ax.grid(True, which="both", alpha=0.3)
+        label_axes(ax, "steps n", f"RDP / order (any order; a = {results['order']:g})", title, log="xy")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, frameon=False)  # below: never over the curves
     p = results["parameters"]
     fig.suptitle(f"paper 001 closed-form case: c={p['c']:g}, mu={p['mu']:g}, L={p['L']:g}, step size={p['step_size']:g}", fontsize=11)
@@ -282,3 +271,7 @@ def headline(results: dict) -> list:
              dpjax=round(post["c4_paper_squared"], 6),
              note=f"exact posterior {post['exact_rdp_per_order']:.4g}: the printed C4 (no square) is below it, so not a bound"),
     ]
+
+
+# every bound and exact value (RDP / order) per step count, and a figure
+run = compute_then_draw(compute, _figure)

@@ -32,6 +32,7 @@ import numpy as np
 from ...accountants.samplers import cyclic_sgld as cs
 from ...accountants.mechanisms import mixture as mx
 from . import monte_carlo as smc
+from .._arguments import add_defaulted_options, compute_then_draw
 from .._report import stage
 
 DEFAULTS = dict(n=1149019, alpha=0.1, beta=1.0, x_high=1.8, c=1165165.0, epochs=60, delta=0.01, mc_n=1000, gamma1=0.1)
@@ -40,14 +41,16 @@ POSTERIOR_TARGET_EPSILON = 1.6  # paper 000: the posterior is (1.6, 0.01)-DP; nu
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = DEFAULTS
-    parser.add_argument("--n", type=int, default=d["n"], help="number of records (paper: 1149019)")
-    parser.add_argument("--alpha", type=float, default=d["alpha"], help="prior precision")
-    parser.add_argument("--beta", type=float, default=d["beta"], help="noise precision")
-    parser.add_argument("--x-high", type=float, default=d["x_high"], help="x_h; the odd record has x_l = x_h / 2")
-    parser.add_argument("--c", type=float, default=d["c"], help="response slope: records are (x, c x)")
-    parser.add_argument("--epochs", type=int, default=d["epochs"], help="epochs 1..EPOCHS")
-    parser.add_argument("--delta", type=float, default=d["delta"], help="delta for the eps values")
-    parser.add_argument("--mc-n", type=int, default=d["mc_n"], help="n for the Monte Carlo check with coupled chains (0: skip)")
+    add_defaulted_options(parser, d, """
+        n       number of records (paper: 1149019)
+        alpha   prior precision
+        beta    noise precision
+        x_high  x_h; the odd record has x_l = x_h / 2
+        c       response slope: records are (x, c x)
+        epochs  epochs 1..EPOCHS
+        delta   delta for the eps values
+        mc_n    n for the Monte Carlo check with coupled chains (0: skip)
+    """)
     parser.add_argument("--pts-runs", type=int, default=None,
                         help="runs of Propose-Test-Sample per variant (default 100000, 20000 with --quick; 0: skip)")
 
@@ -162,11 +165,6 @@ def figure(results: dict):
     return fig
 
 
-def run(args) -> tuple[dict, object]:
-    results = compute(args)
-    return results, figure(results)
-
-
 def headline(results: dict) -> list:
     """Figure 1's story in numbers: the posterior's eps, the interim iterate's peak, the chains'
     certified lower bound, and Propose-Test-Sample with SGLD (paper 000)."""
@@ -199,3 +197,6 @@ def headline(results: dict) -> list:
                          note=f"Claim 4.2; the chains' runs certify eps >= {sg['lower_bound']:.3g} "
                               f"(ceiling {sg['lower_bound_ceiling']:.3g} at {sg['num_runs']:,} runs)"))
     return rows
+
+
+run = compute_then_draw(compute, figure)

@@ -24,6 +24,8 @@ import numpy as np
 from ...accountants.samplers import cyclic_sgld as cs
 from . import lemmas as pr
 from ...accountants.posterior.gaussian import sgld_paper_posterior_exact
+from .._arguments import add_defaulted_options, compute_then_draw
+from .._figures import finish_figure, label_axes
 from .._report import stage
 
 DEFAULTS = dict(n=1149019, alpha=0.1, beta=1.0, x_high=1.8, c=1165165.0, delta=0.01, gamma1=0.1, gamma2=1.001, epsilon=1.6)
@@ -35,15 +37,17 @@ QUICK_LADDER = (100, 1000, 10_000)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = DEFAULTS
-    parser.add_argument("--n", type=int, default=d["n"], help="records (Figure 1: 1149019)")
-    parser.add_argument("--alpha", type=float, default=d["alpha"], help="prior precision")
-    parser.add_argument("--beta", type=float, default=d["beta"], help="noise precision")
-    parser.add_argument("--x-high", type=float, default=d["x_high"], help="x_h (the odd record has x_h / 2)")
-    parser.add_argument("--c", type=float, default=d["c"], help="response slope (Figure 1: 1165165 = n^1.001)")
-    parser.add_argument("--delta", type=float, default=d["delta"], help="delta (< 1/2)")
-    parser.add_argument("--gamma1", type=float, default=d["gamma1"], help="gamma1 of the domain (eq. 5)")
-    parser.add_argument("--gamma2", type=float, default=d["gamma2"], help="c = n^gamma2 along the ladder and in the exact instance sizes")
-    parser.add_argument("--epsilon", type=float, default=d["epsilon"], help="the posterior's target eps (Figure 1: 1.6)")
+    add_defaulted_options(parser, d, """
+        n        records (Figure 1: 1149019)
+        alpha    prior precision
+        beta     noise precision
+        x_high   x_h (the odd record has x_h / 2)
+        c        response slope (Figure 1: 1165165 = n^1.001)
+        delta    delta (< 1/2)
+        gamma1   gamma1 of the domain (eq. 5)
+        gamma2   c = n^gamma2 along the ladder and in the exact instance sizes
+        epsilon  the posterior's target eps (Figure 1: 1.6)
+    """)
 
 
 def exact_instance(epsilon: float, epsilon_prime: float, delta: float, gamma2: float, alpha: float, beta: float, x_high: float,
@@ -143,11 +147,6 @@ def compute(args) -> dict:
     )
 
 
-def run(args) -> tuple[dict, object]:
-    results = compute(args)
-    return results, figure(results)
-
-
 def headline(results: dict) -> list[dict]:
     ch, p = results["chain"], results["parameters"]
     e = ch["epsilon"]
@@ -186,12 +185,8 @@ def figure(results: dict):
     ax.axhline(0.0, color="gray", lw=0.8)
     n0 = results["parameters"]["n"]
     ax.axvline(n0, color="gray", ls=":", lw=1, label=f"Figure 1's n = {n0}")
-    ax.set_xscale("log")
-    ax.set_xlabel(f"n (c = n^{results['parameters']['gamma2']:g})")
-    ax.set_ylabel(f"eps ruled out at delta = {results['parameters']['delta']:g}")
-    ax.set_title("the lower-bound chain link by link (below 0: says nothing)", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    label_axes(ax, f"n (c = n^{results['parameters']['gamma2']:g})", f"eps ruled out at delta = {results['parameters']['delta']:g}",
+               "the lower-bound chain link by link (below 0: says nothing)", log="x", legend_size=7)
     ax = fig.add_subplot(1, 2, 2)
     gam = sorted(next(iter(results["theorem1_printed"].values())).keys())
     for j, (eps_p, by_g) in enumerate(results["theorem1_printed"].items()):
@@ -199,12 +194,9 @@ def figure(results: dict):
         ex = (results.get("theorem1_exact") or {}).get(eps_p)
         if ex and ex["reached"]:
             ax.plot([results["parameters"]["gamma2"]], [ex["regime_log10_n"]], f"C{j}*", ms=12, label=f"exact values, eps' = {eps_p:g} (large-n regime)")
-    ax.set_yscale("log")
-    ax.set_xlabel("gamma2 (c = n^gamma2)")
-    ax.set_ylabel("log10 of the smallest n")
-    ax.set_title(f"Theorem 1's instance sizes (posterior eps = {results['parameters']['epsilon']:g})", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.suptitle("paper 000 §4.2 / App. A.3: cyclic SGLD, the proof's lower bound against the exact privacy", fontsize=10)
-    fig.tight_layout()
-    return fig
+    label_axes(ax, "gamma2 (c = n^gamma2)", "log10 of the smallest n",
+               f"Theorem 1's instance sizes (posterior eps = {results['parameters']['epsilon']:g})", log="y", legend_size=7)
+    return finish_figure(fig, "paper 000 §4.2 / App. A.3: cyclic SGLD, the proof's lower bound against the exact privacy")
+
+
+run = compute_then_draw(compute, figure)

@@ -27,6 +27,8 @@ import math
 import numpy as np
 
 from . import wasserstein as ws
+from .._arguments import compute_then_draw
+from .._figures import finish_figure, label_axes
 from .._report import stage
 
 # (mean shift along e1, sd of p, sd of q): a shift, a scale change, both, a narrower pair, a close pair
@@ -122,11 +124,6 @@ def compute(args) -> dict:
     )
 
 
-def run(args) -> tuple[dict, object]:
-    results = compute(args)
-    return results, figure(results)
-
-
 def headline(results: dict) -> list[dict]:
     vac = results["vacuity"]
     rows = [dict(quantity="Theorem 2, Claims E.1, 5.1 hold pointwise on the Gaussian pairs (d = 1-3)", paper=None,
@@ -166,21 +163,12 @@ def figure(results: dict):
     for j, w in enumerate(vac["w2"]):
         ax.plot(vac["dims"], vac["ratio"][w], f"C{j}o-", ms=3, label=f"W2 = {w:g}")
     ax.axhline(1.0, color="k", ls=":", lw=1, label="vacuous above (additive term >= sup p_lambda)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("dimension d")
-    ax.set_ylabel("min over lambda of A / sup p_lambda")
-    ax.set_title("Theorem 2's additive term against d (p = N(0, I_d))", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    label_axes(ax, "dimension d", "min over lambda of A / sup p_lambda",
+               "Theorem 2's additive term against d (p = N(0, I_d))", log="xy", legend_size=7)
     ax = fig.add_subplot(1, 3, 3)
     ax.plot(vac["dims"], vac["largest_nonvacuous_w2"], "C3o-", ms=4)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("dimension d")
-    ax.set_ylabel("largest W2 with a non-vacuous bound")
-    ax.set_title("how close p and q must be for Theorem 2 to say anything", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.suptitle("paper 000 §5: the Wasserstein + Lipschitz bound, checked on Gaussians, and its vacuity in high d", fontsize=10)
-    fig.tight_layout()
-    return fig
+    label_axes(ax, "dimension d", "largest W2 with a non-vacuous bound", "how close p and q must be for Theorem 2 to say anything", log="xy")
+    return finish_figure(fig, "paper 000 §5: the Wasserstein + Lipschitz bound, checked on Gaussians, and its vacuity in high d")
+
+
+run = compute_then_draw(compute, figure)
