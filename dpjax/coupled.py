@@ -31,6 +31,7 @@ from .data import NeighbouringPair, make_pair
 from .engine import runner
 from .models.base import Model
 from .samplers.kernel import LangevinSampler
+from ._result_methods import drawn_by, printed_by
 
 
 class CoupledResult(NamedTuple):
@@ -70,26 +71,8 @@ class CoupledResult(NamedTuple):
         )
 
     # --- presentation (dpjax._display) ----------------------------------------------------
-    def summary(self) -> str:
-        """What ran and how far apart the two chains' laws are at each recorded step (100 columns)."""
-        from . import _display
-
-        return _display.coupled_summary(self)
-
-    def __repr__(self) -> str:
-        return self.summary()
-
-    def figure(self):
-        """Histograms of D's and D''s chains at up to four recorded steps."""
-        from . import _display
-
-        return _display.coupled_figure(self)
-
-    def save(self, path):
-        """Write :meth:`figure` to ``path`` (the suffix picks the format); returns the path."""
-        from . import _display
-
-        return _display.save_figure(self.figure(), path)
+    summary, __repr__ = printed_by("coupled_summary", "What ran and how far apart the two chains' laws are at each recorded step (100 columns).")
+    figure, save = drawn_by("coupled_figure", "Histograms of D's and D''s chains at up to four recorded steps.")
 
 
 def _validate_pair(pair: Any, model: Model) -> None:

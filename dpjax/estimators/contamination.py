@@ -50,6 +50,7 @@ from .. import _validate as V
 from .statistics import check_confidence
 from .._x64 import float64
 from ..models.contamination import ContaminationModel, check_contamination_rate
+from .._result_methods import drawn_by, printed_by
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 BOX_CENTRES = ("map", "theta_star")
@@ -610,26 +611,8 @@ class ContaminationEstimate:
     details: dict
     seconds: float
 
-    def summary(self) -> str:
-        """eps_hat, its interval and the run's diagnostics, in 100 columns."""
-        from .. import _display
-
-        return _display.contamination_summary(self)
-
-    def __repr__(self) -> str:
-        return self.summary()
-
-    def figure(self):
-        """The per-dataset estimates as a histogram, with the quantile and its interval."""
-        from .. import _display
-
-        return _display.contamination_figure(self)
-
-    def save(self, path):
-        """Write :meth:`figure` to ``path`` (the suffix picks the format); returns the path."""
-        from .. import _display
-
-        return _display.save_figure(self.figure(), path)
+    summary, __repr__ = printed_by("contamination_summary", "eps_hat, its interval and the run's diagnostics, in 100 columns.")
+    figure, save = drawn_by("contamination_figure", "The per-dataset estimates as a histogram, with the quantile and its interval.")
 
 
 def quantile_order_statistic_interval(values: np.ndarray, q: float, confidence: float = 0.95) -> tuple[float, float, float]:

@@ -48,6 +48,7 @@ from scipy import special, stats
 
 from .samples import SplitPair, split_pair
 from .statistics import Statistic, check_confidence, check_delta
+from .._result_methods import printed_by
 
 # Fewer samples per side than this and the normal approximation behind the limit is not trusted.
 MIN_SAMPLES = 1000
@@ -106,14 +107,7 @@ class GDPLowerBound:
 
         return gdp_tradeoff(self.mu, alpha)
 
-    def summary(self) -> str:
-        """mu, eps at a few deltas, the assumption, in 100 columns."""
-        from .. import _display
-
-        return _display.gdp_fit_summary(self)
-
-    def __repr__(self) -> str:
-        return self.summary()
+    summary, __repr__ = printed_by("gdp_fit_summary", "mu, eps at a few deltas, the assumption, in 100 columns.")
 
 
 def orientation(split: SplitPair) -> float:

@@ -23,6 +23,7 @@ from scipy.ndimage import minimum_filter1d
 from .. import _validate
 from .samples import SplitPair, split_pair, value_range
 from .statistics import Statistic, check_confidence, check_delta
+from .._result_methods import printed_by
 
 DIRECTIONS = ("P vs Q", "Q vs P")
 TAILS = ("upper", "lower")
@@ -73,14 +74,7 @@ class LowerBoundResult:
     resolution_ceiling: float
     oracle_epsilon: Optional[float] = None
 
-    def summary(self) -> str:
-        """The certified eps, the sample size's ceiling and the certifying set, in 100 columns."""
-        from .. import _display
-
-        return _display.lower_bound_summary(self)
-
-    def __repr__(self) -> str:
-        return self.summary()
+    summary, __repr__ = printed_by("lower_bound_summary", "The certified eps, the sample size's ceiling and the certifying set, in 100 columns.")
 
 
 def clopper_pearson_lower(count, n, alpha):
@@ -445,13 +439,7 @@ class RDPLowerBound:
     holdout_p: int
     holdout_q: int
 
-    def summary(self) -> str:
-        from .. import _display
-
-        return _display.rdp_lower_bound_summary(self)
-
-    def __repr__(self) -> str:
-        return self.summary()
+    summary, __repr__ = printed_by("rdp_lower_bound_summary")
 
 
 def rdp_lower_bound(

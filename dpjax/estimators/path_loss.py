@@ -26,6 +26,7 @@ from scipy.special import logsumexp
 from .. import _validate
 from ..accountants.curve import PrivacyCurve, Provenance
 from .statistics import check_confidence
+from .._result_methods import drawn_by, printed_by
 
 # Samples per internal slice: bounds the (num_epsilons x slice) work array (~50 MB at 50 eps).
 _SLICE = 1 << 17
@@ -282,26 +283,8 @@ class PrivacyLossEstimate:
             self._provenance(f"{self.confidence:g}-confidence empirical-Bernstein upper profile"),
         )
 
-    def summary(self) -> str:
-        """eps(delta) with its simultaneous upper limit at delta = 1e-2 ... 1e-6, in 100 columns."""
-        from .. import _display
-
-        return _display.loss_profile_summary(self)
-
-    def __repr__(self) -> str:
-        return self.summary()
-
-    def figure(self):
-        """delta(eps) with its pointwise and simultaneous confidence limits."""
-        from .. import _display
-
-        return _display.loss_profile_figure(self)
-
-    def save(self, path):
-        """Write :meth:`figure` to ``path`` (the suffix picks the format); returns the path."""
-        from .. import _display
-
-        return _display.save_figure(self.figure(), path)
+    summary, __repr__ = printed_by("loss_profile_summary", "eps(delta) with its simultaneous upper limit at delta = 1e-2 ... 1e-6, in 100 columns.")
+    figure, save = drawn_by("loss_profile_figure", "delta(eps) with its pointwise and simultaneous confidence limits.")
 
 
 def _check_confidence(confidence) -> float:

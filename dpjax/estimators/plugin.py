@@ -27,6 +27,7 @@ import numpy as np
 from .. import _validate
 from .lower_bound import epsilon_lower_bound
 from .statistics import Statistic, apply_in_chunks, check_confidence, check_delta, check_pair, fit_statistic
+from .._result_methods import printed_by
 
 _BISECTION_STEPS = 80
 # Bootstrap resamples beyond this add nothing to a 2-decimal interval and cost memory.
@@ -313,14 +314,7 @@ class EpsilonEstimate:
     resolved: bool = True
     note: str = ""
 
-    def summary(self) -> str:
-        """The estimate, its bootstrap interval and how it was made, in 100 columns."""
-        from .. import _display
-
-        return _display.epsilon_estimate_summary(self)
-
-    def __repr__(self) -> str:
-        return self.summary()
+    summary, __repr__ = printed_by("epsilon_estimate_summary", "The estimate, its bootstrap interval and how it was made, in 100 columns.")
 
 
 def epsilon_estimate(

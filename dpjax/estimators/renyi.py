@@ -30,6 +30,7 @@ from .. import _validate
 from .lower_bound import _check_orders, renyi_lower_bounds
 from .plugin import bias_corrected_interval, binned_bootstrap
 from .statistics import Statistic, check_confidence
+from .._result_methods import drawn_by, printed_by
 
 
 def histogram_renyi(hist_big: np.ndarray, hist_small: np.ndarray, orders: np.ndarray) -> np.ndarray:
@@ -95,26 +96,8 @@ class RenyiEstimate:
             ),
         )
 
-    def summary(self) -> str:
-        """Divergences by order with their intervals, in 100 columns."""
-        from .. import _display
-
-        return _display.renyi_summary(self)
-
-    def __repr__(self) -> str:
-        return self.summary()
-
-    def figure(self):
-        """Rényi divergence against the order, with the bootstrap band."""
-        from .. import _display
-
-        return _display.renyi_figure(self)
-
-    def save(self, path):
-        """Write :meth:`figure` to ``path`` (the suffix picks the format); returns the path."""
-        from .. import _display
-
-        return _display.save_figure(self.figure(), path)
+    summary, __repr__ = printed_by("renyi_summary", "Divergences by order with their intervals, in 100 columns.")
+    figure, save = drawn_by("renyi_figure", "Rényi divergence against the order, with the bootstrap band.")
 
 
 def renyi_estimate(

@@ -38,6 +38,7 @@ from .gdp import orientation
 from .lower_bound import clopper_pearson_upper
 from .samples import split_pair
 from .statistics import Statistic, check_confidence, check_delta
+from .._result_methods import printed_by
 
 # At most this many alphas: each costs a Bonferroni share of the error budget.
 MAX_ALPHAS = 1000
@@ -74,13 +75,7 @@ class TradeoffBand:
         best = float(np.max(np.concatenate([first, second]), initial=-np.inf))
         return max(best, 0.0)
 
-    def summary(self) -> str:
-        from .. import _display
-
-        return _display.tradeoff_band_summary(self)
-
-    def __repr__(self) -> str:
-        return self.summary()
+    summary, __repr__ = printed_by("tradeoff_band_summary")
 
 
 def _check_alpha(alpha) -> np.ndarray:

@@ -282,13 +282,20 @@ def exact_last_iterate_epsilon(
         if m1.shape[1] == 1:
             s1, s2 = math.sqrt(c1[s, 0, 0]), math.sqrt(c2[s, 0, 0])
             out[s] = max(gd.gaussian_epsilon(m1[s, 0], s1, m2[s, 0], s2, delta), gd.gaussian_epsilon(m2[s, 0], s2, m1[s, 0], s1, delta))
-        elif np.allclose(c1[s], c2[s], rtol=1e-13, atol=0):
-            chol = np.linalg.cholesky(c1[s])
-            mu = float(np.linalg.norm(np.linalg.solve(chol, m1[s] - m2[s])))
-            out[s] = gd.analytic_gaussian_epsilon(mu, delta)
         else:
-            raise ValueError(f"tight eps(delta) in d={m1.shape[1]} needs equal covariances on D and D' (hessian1 == hessian2)")
+            out[s] = gd.analytic_gaussian_epsilon(_equal_covariance_distance(m1, c1, m2, c2, s, "tight eps(delta)"), delta)
     return out
+
+
+def _equal_covariance_distance(m1, c1, m2, c2, s: int, what: str) -> float:
+    """The Mahalanobis distance between the two laws' means at recorded step ``s`` when their
+    covariances agree: the pair is then the Gaussian mechanism of that sensitivity, whose eps
+    and delta are exact (analytic Gaussian mechanism). Unequal covariances raise ValueError
+    (``what`` names the quantity that needs them equal)."""
+    if not np.allclose(c1[s], c2[s], rtol=1e-13, atol=0):
+        raise ValueError(f"{what} in d={m1.shape[1]} needs equal covariances on D and D' (hessian1 == hessian2)")
+    chol = np.linalg.cholesky(c1[s])
+    return float(np.linalg.norm(np.linalg.solve(chol, m1[s] - m2[s])))
 
 
 @V.arguments(mean0="numbers", cov0="numbers", orders="array")
@@ -350,12 +357,8 @@ def exact_last_iterate_profile(
             deltas[s] = np.maximum(
                 gd.gaussian_hockey_stick(m1[s, 0], s1, m2[s, 0], s2, eps), gd.gaussian_hockey_stick(m2[s, 0], s2, m1[s, 0], s1, eps)
             )
-        elif np.allclose(c1[s], c2[s], rtol=1e-13, atol=0):
-            chol = np.linalg.cholesky(c1[s])
-            mu = float(np.linalg.norm(np.linalg.solve(chol, m1[s] - m2[s])))
-            deltas[s] = gd.analytic_gaussian_delta(mu, eps)
         else:
-            raise ValueError(f"an exact delta(eps) profile in d={m1.shape[1]} needs equal covariances on D and D' (hessian1 == hessian2)")
+            deltas[s] = gd.analytic_gaussian_delta(_equal_covariance_distance(m1, c1, m2, c2, s, "an exact delta(eps) profile"), eps)
     prov = _ula_last_iterate_provenance("hockey-stick of two Gaussians")
     return PrivacyCurve.from_profile(eps, deltas, prov)
 
