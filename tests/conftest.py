@@ -2,6 +2,8 @@
 
 import os
 
+import jax
+import pytest
 from hypothesis import settings
 
 # JAX's persistent compilation cache (on by default for dpjax, see dpjax._compilation_cache)
@@ -16,3 +18,10 @@ os.environ.setdefault("DPJAX_NO_COMPILATION_CACHE", "1")
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("explore", deadline=None, print_blob=True)
 settings.load_profile("ci")
+
+
+@pytest.fixture
+def x64():
+    """JAX in 64-bit mode for the test (a module opts in with ``pytestmark = pytest.mark.usefixtures("x64")``)."""
+    with jax.enable_x64(True):
+        yield

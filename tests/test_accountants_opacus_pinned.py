@@ -10,7 +10,6 @@ For each (noise multiplier sigma, Poisson rate q, steps T) at delta = 1e-5:
   eps_error=0.01)``: an upper bound on eps whose estimate is within eps_error of the truth
   (Gopi, Lee & Wutschitz 2021), i.e. the true eps lies in [upper - 2 eps_error, upper].
 """
-import jax
 import numpy as np
 import pytest
 
@@ -30,10 +29,7 @@ OPACUS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.usefixtures("x64")  # every test here computes in float64 (tests/conftest.py)
 
 
 @pytest.mark.parametrize("config", list(OPACUS))

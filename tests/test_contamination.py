@@ -25,10 +25,7 @@ LOW, HIGH, SIGMA, NU, LOC, SCALE = -270.0, 330.0, 8.0, 5.0, 30.0, 8.0
 THETA_STAR = 30.0
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.usefixtures("x64")  # every test here computes in float64 (tests/conftest.py)
 
 
 @functools.lru_cache(maxsize=1)

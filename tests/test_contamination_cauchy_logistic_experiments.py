@@ -1,20 +1,15 @@
 """`dpjax reproduce contamination-cauchy` and `contamination-logistic --dims` (paper 003 §4.3)
 at tiny sizes: both arms finite, the rate fit and the headline. Split from
 test_contamination_regression_experiments.py to keep each file's compile time short."""
-import argparse
 
 import numpy as np
 
+from _shared import tiny_regression_contamination_args
 from dpjax.experiments.contamination import _regression as common
 from dpjax.experiments.contamination import cauchy as contamination_cauchy, logistic as contamination_logistic
 
 
-def tiny_args(module, *extra):
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    module.add_arguments(parser)
-    return parser.parse_args(["--n-values", "150,300", "--dims", "3", "--K", "4", "--particles", "100", "--dataset-batch", "4", *extra])
+tiny_args = tiny_regression_contamination_args
 
 
 def test_tiny_cauchy_run_has_both_arms_finite():
@@ -30,11 +25,7 @@ def test_tiny_cauchy_run_has_both_arms_finite():
 
 
 def test_tiny_logistic_with_dims_and_rate_fit():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    contamination_logistic.add_arguments(parser)
-    args = parser.parse_args(["--n-values", "150,300", "--dims", "3", "--K", "4", "--particles", "100", "--dataset-batch", "4"])
+    args = tiny_args(contamination_logistic)
     results, _ = contamination_logistic.run(args)
     # --dims given: the per-d layout under by_dim even for one d (theta* = the pattern's first 3)
     assert results["dims"] == [3] and set(results["by_dim"]) == {"3"}

@@ -19,10 +19,7 @@ THETA_STAR = np.array([0.5, -1.0, 1.0, -0.5, 0.25])
 D = THETA_STAR.size
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.usefixtures("x64")  # every test here computes in float64 (tests/conftest.py)
 
 
 def model():

@@ -21,10 +21,7 @@ D = THETA_STAR.size
 LAM, T_SCALE = 10.0, 1.0
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.usefixtures("x64")  # every test here computes in float64 (tests/conftest.py)
 
 
 MODELS = {

@@ -22,10 +22,7 @@ D = THETA_STAR.size
 T_SCALE, LAM = 1.0, 10.0  # the models' defaults: t_5 scale 1 (linear), Cauchy scale 10
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.usefixtures("x64")  # every test here computes in float64 (tests/conftest.py)
 
 
 def linear():

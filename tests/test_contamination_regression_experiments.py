@@ -8,16 +8,12 @@ import math
 import numpy as np
 import pytest
 
+from _shared import tiny_regression_contamination_args
 from dpjax.experiments.contamination import _regression as common
 from dpjax.experiments.contamination import cauchy as contamination_cauchy, linear as contamination_linear
 
 
-def tiny_args(module, *extra):
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    module.add_arguments(parser)
-    return parser.parse_args(["--n-values", "150,300", "--dims", "3", "--K", "4", "--particles", "100", "--dataset-batch", "4", *extra])
+tiny_args = tiny_regression_contamination_args
 
 
 @pytest.mark.slow  # one compilation of Algorithm 1 for a regression (~30 s here)

@@ -13,16 +13,9 @@ import dpjax
 from dpjax import samplers
 from dpjax.data import Dataset, NeighbouringPair
 
+from _shared import blr_model
+
 P_THRESHOLD = 1e-4
-
-
-def blr_model(alpha, beta, dim=1):
-    return dpjax.Model(
-        lambda th, r: -beta / 2 * (r["y"] - r["x"] @ th) ** 2,
-        lambda th: -alpha / 2 * jnp.sum(th**2),
-        dim=dim,
-        name="blr",
-    )
 
 
 def linear_model(mu, dim):

@@ -5,21 +5,13 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+from _shared import cyclic_sgld_brute_force
 from dpjax.accountants.samplers import cyclic_sgld as cs
 
 PAPER = cs.CyclicSGLDProblem(n=1149019)
 
 
-def _brute(p, r, epochs):
-    """Step-by-step mean/variance with the odd record at position r (r = 0: D1)."""
-    m, v = p.init_mean, p.v0
-    for _ in range(epochs):
-        for pos in range(1, p.n + 1):
-            x = p.x_low if pos == r else p.x_high
-            lam = 1 - 0.5 * p.eta * (p.alpha + p.n * x * x * p.beta)
-            m = lam * m + 0.5 * p.eta * p.n * p.beta * p.c * x * x
-            v = lam * lam * v + p.eta
-    return m, v
+_brute = cyclic_sgld_brute_force
 
 
 @pytest.mark.parametrize("n", [5, 17, 50])

@@ -25,7 +25,7 @@ from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_d
 from dpjax.accountants.mechanisms.laplace import laplace_curve
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from test_bad_inputs import Entry, problems, run_entry  # noqa: E402
+from test_bad_inputs import Entry, assert_bad_inputs_get_clear_errors  # noqa: E402
 
 PROV = Provenance("test")
 
@@ -306,8 +306,7 @@ ENTRIES = [
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.name for e in ENTRIES])
 def test_bad_inputs_get_clear_errors(entry):
-    bad = problems(run_entry(entry, extremes=False))
-    assert not bad, "\n".join(f"{o.argument}={o.label}: {o.verdict}: {o.detail}" for o in bad)
+    assert_bad_inputs_get_clear_errors(entry)
 
 
 @pytest.mark.parametrize("call, word", [
@@ -326,10 +325,8 @@ def test_out_of_range_values_are_refused(call, word):
 
 # --- the README's section runs and prints what it shows ---------------------------------------
 def test_readme_fdp_section_prints_what_it_shows(capsys):
-    import re
+    from _shared import assert_readme_section_prints_what_it_shows
 
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"^## f-DP and calibration\n.*?```python\n(.*?)```\n\nprints\n\n```\n(.*?)```", text, re.S | re.M)
-    assert match, "README.md has no '## f-DP and calibration' section with a python block and its output"
-    exec(compile(match.group(1), "README.md:f-DP", "exec"), {"__name__": "readme_fdp"})
-    assert capsys.readouterr().out == match.group(2)
+    assert_readme_section_prints_what_it_shows(
+        capsys, r"^## f-DP and calibration\n.*?```python\n(.*?)```\n\nprints\n\n```\n(.*?)```", "f-DP",
+        "README.md has no '## f-DP and calibration' section with a python block and its output")

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from _shared import experiment_args
+
 from dpjax.accountants.samplers import girsanov
 
 
@@ -46,10 +48,7 @@ def test_girsanov_quadratic_reports_the_c4_limit():
 def test_double_well_grid_laws_match_ula_chains_and_sit_below_the_bound():
     from dpjax.experiments.girsanov import double_well as ex
 
-    parser = argparse.ArgumentParser()
-    ex.add_arguments(parser)
-    args = parser.parse_args(["--steps", "5,40", "--pairs", "2000", "--grid-spacing", "0.04", "--confidence", "0.999999"])
-    args.quick, args.seed = True, 0
+    args = experiment_args(ex, ["--steps", "5,40", "--pairs", "2000", "--grid-spacing", "0.04", "--confidence", "0.999999"], quick=True, seed=0)
     results = ex.compute(args)
     assert all(results["checks"].values()), results["checks"]
     assert results["exact"]["mass_off_grid"] < 1e-8

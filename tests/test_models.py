@@ -23,10 +23,7 @@ from dpjax.models import (
 )
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.usefixtures("x64")  # every test here computes in float64 (tests/conftest.py)
 
 
 def lin_data(n=7, d=3, seed=0):

@@ -2,12 +2,13 @@
 mpmath quadrature and Monte Carlo; the ``noisy-monte-carlo`` experiment at a small size."""
 from __future__ import annotations
 
-import argparse
 import math
 
 import mpmath as mp
 import numpy as np
 import pytest
+
+from _shared import experiment_args
 from scipy import stats
 
 from dpjax.experiments.girsanov import noisy_monte_carlo_bounds as nmc
@@ -98,10 +99,7 @@ def test_concentration_radius_and_the_guarantee_formulas():
 def test_noisy_monte_carlo_small_run():
     from dpjax.experiments.girsanov import noisy_monte_carlo as ex
 
-    parser = argparse.ArgumentParser()
-    ex.add_arguments(parser)
-    args = parser.parse_args(["--num-samples", "100", "--releases", "6000", "--delta-tilde", "0.01", "--confidence", "0.999999"])
-    args.quick, args.seed = True, 0
+    args = experiment_args(ex, ["--num-samples", "100", "--releases", "6000", "--delta-tilde", "0.01", "--confidence", "0.999999"], quick=True, seed=0)
     results = ex.compute(args)
     assert all(results["checks"].values()), results["checks"]
     m = results["prop310"]
@@ -110,4 +108,4 @@ def test_noisy_monte_carlo_small_run():
     rows = ex.headline(results)
     assert any("Var" in r["quantity"] for r in rows)
     with pytest.raises(ValueError, match="rho"):
-        ex.compute(parser.parse_args(["--rho", "1.5", "--releases", "0"]))
+        ex.compute(experiment_args(ex, ["--rho", "1.5", "--releases", "0"]))

@@ -19,10 +19,7 @@ from dpjax.models import (
 )
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.usefixtures("x64")  # every test here computes in float64 (tests/conftest.py)
 
 
 ALPHA, BETA, D = 0.3, 2.0, 3

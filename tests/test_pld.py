@@ -298,14 +298,11 @@ def test_bad_delta_and_unmet_tolerance():
 
 def test_readme_pld_section_prints_what_it_shows(capsys):
     """The README's PLD snippet runs and prints exactly the output shown beside it."""
-    import pathlib
-    import re
+    from _shared import assert_readme_section_prints_what_it_shows
 
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"^## Tight accounting: privacy-loss distributions\n.*?```python\n(.*?)```\n\n```text\n(.*?)```", text, re.S | re.M)
-    assert match, "README.md lacks the PLD section with a python block and its output"
-    exec(compile(match.group(1), "README.md:pld", "exec"), {"__name__": "readme_pld"})
-    assert capsys.readouterr().out == match.group(2)
+    assert_readme_section_prints_what_it_shows(
+        capsys, r"^## Tight accounting: privacy-loss distributions\n.*?```python\n(.*?)```\n\n```text\n(.*?)```", "pld",
+        "README.md lacks the PLD section with a python block and its output")
 
 
 def test_chunk_budget_changes_no_number(monkeypatch):

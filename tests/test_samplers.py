@@ -17,15 +17,7 @@ import dpjax
 from dpjax import samplers
 from dpjax.engine import randomness
 
-
-def blr_model(alpha, beta, dim=1):
-    """Bayesian linear regression: log p(y|theta, x) = -beta/2 (y - x.theta)^2, prior N(0, I/alpha)."""
-    return dpjax.Model(
-        lambda th, r: -beta / 2 * (r["y"] - r["x"] @ th) ** 2,
-        lambda th: -alpha / 2 * jnp.sum(th**2),
-        dim=dim,
-        name="blr",
-    )
+from _shared import blr_model
 
 
 def _x64_dataset(**fields):

@@ -1,0 +1,71 @@
+"""Helpers several test modules share (not a test module: pytest collects nothing here).
+
+Each is an independent reference or a small piece of set-up written once: the step-by-step
+cyclic-SGLD recursion that paper 000's closed forms are checked against, the Bayesian
+linear-regression model of the sampler tests, the argument namespaces of the reproductions'
+small runs, and the check that a README section prints what it shows.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+
+import jax.numpy as jnp
+
+import dpjax
+
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+def cyclic_sgld_brute_force(p, r, epochs):
+    """Mean and variance after ``epochs`` epochs of cyclic SGLD on paper 000's problem ``p``,
+    step by step, with the odd record at position r (r = 0: D1)."""
+    m, v = p.init_mean, p.v0
+    for _ in range(epochs):
+        for pos in range(1, p.n + 1):
+            x = p.x_low if pos == r else p.x_high
+            lam = 1 - 0.5 * p.eta * (p.alpha + p.n * x * x * p.beta)
+            m = lam * m + 0.5 * p.eta * p.n * p.beta * p.c * x * x
+            v = lam * lam * v + p.eta
+    return m, v
+
+
+def blr_model(alpha, beta, dim=1):
+    """Bayesian linear regression: log p(y|theta, x) = -beta/2 (y - x.theta)^2, prior N(0, I/alpha)."""
+    return dpjax.Model(
+        lambda th, r: -beta / 2 * (r["y"] - r["x"] @ th) ** 2,
+        lambda th: -alpha / 2 * jnp.sum(th**2),
+        dim=dim,
+        name="blr",
+    )
+
+
+def experiment_args(module, argv, *, with_run_flags: bool = False, **fixed):
+    """``module.add_arguments``'s parser applied to ``argv``. ``with_run_flags`` adds the CLI's
+    own ``--quick`` and ``--seed`` (default 0) to the parser; ``fixed`` sets attributes after
+    parsing (as the CLI sets ``quick`` and ``seed``)."""
+    parser = argparse.ArgumentParser()
+    if with_run_flags:
+        parser.add_argument("--quick", action="store_true")
+        parser.add_argument("--seed", type=int, default=0)
+    module.add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    for name, value in fixed.items():
+        setattr(args, name, value)
+    return args
+
+
+def tiny_regression_contamination_args(module, *extra):
+    """Paper 003's regression reproductions at the smallest size that exercises them."""
+    return experiment_args(module, ["--n-values", "150,300", "--dims", "3", "--K", "4", "--particles", "100", "--dataset-batch", "4", *extra],
+                           with_run_flags=True)
+
+
+def assert_readme_section_prints_what_it_shows(capsys, pattern: str, name: str, missing: str) -> None:
+    """Run the README's python block matched by ``pattern`` (group 1: the code, group 2: the
+    output shown) and compare what it prints with the output shown, character for character."""
+    match = re.search(pattern, README.read_text(encoding="utf-8"), re.S | re.M)
+    assert match, missing
+    exec(compile(match.group(1), f"README.md:{name}", "exec"), {"__name__": f"readme_{name.replace('-', '').lower()}"})
+    assert capsys.readouterr().out == match.group(2)
