@@ -1,7 +1,8 @@
 """Helpers several test modules share (not a test module: pytest collects nothing here).
 
 Each is an independent reference or a small piece of set-up written once: the step-by-step
-cyclic-SGLD recursion that paper 000's closed forms are checked against, the Bayesian
+cyclic-SGLD recursion that paper 000's closed forms are checked against, the comparison of
+paper 003's Algorithm 1 with its numpy reference, the Bayesian
 linear-regression model of the sampler tests, the argument namespaces of the reproductions'
 small runs, and the check that a README section prints what it shows.
 """
@@ -12,6 +13,7 @@ import pathlib
 import re
 
 import jax.numpy as jnp
+import numpy as np
 
 import dpjax
 
@@ -29,6 +31,17 @@ def cyclic_sgld_brute_force(p, r, epochs):
             m = lam * m + 0.5 * p.eta * p.n * p.beta * p.c * x * x
             v = lam * lam * v + p.eta
     return m, v
+
+
+def assert_algorithm1_matches_reference(got, ref, *, extremes_atol: float) -> None:
+    """Paper 003's Algorithm 1 on one dataset (``got``, dpjax) against the numpy reference
+    (``ref``): the MAP to 1e-7, phi to 1e-6 relative, log eta / log a / log b / eps to
+    ``extremes_atol``, and at least one particle outside the box."""
+    np.testing.assert_allclose(np.asarray(got["theta_map"]), ref["theta_map"], atol=1e-7)
+    np.testing.assert_allclose(float(got["phi"]), ref["phi"], rtol=1e-6)
+    for key_ in ("log_eta", "log_a", "log_b", "epsilon"):
+        np.testing.assert_allclose(float(got[key_]), ref[key_], atol=extremes_atol, err_msg=key_)
+    assert bool(got["ok"]) and int(got["num_outside"]) >= 1
 
 
 def blr_model(alpha, beta, dim=1):
