@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dpjax"
 LIBRARY = (
     "dpjax.data", "dpjax.models", "dpjax.samplers", "dpjax.engine", "dpjax.accountants", "dpjax.estimators",
     "dpjax.audit", "dpjax.canaries", "dpjax.sweep", "dpjax.coupled", "dpjax._display", "dpjax._validate", "dpjax._floats", "dpjax._x64",
-    "dpjax._moved",
+    "dpjax._moved", "dpjax._result_methods",
 )
 
 
