@@ -1,25 +1,55 @@
 """How a coupled step gets its two gradient estimates and the drift gap of the differing record.
 
-Two providers compute the same quantities (NOTES 001; :mod:`dpjax.coupled`):
+Every provider computes the same quantities (NOTES 001; :mod:`dpjax.coupled`):
 
     grad_D(x)  = grad(-log prior)(x) + scale sum_j w_j clip(mask_D[i_j] g_{i_j}(x; D))
     grad_D'(x') likewise on D' at the neighbour chain's point,
     gap(x)     = clip(mask_D[i*] g_{i*}(x; D)) - clip(mask_D'[i*] g_{i*}(x; D'))   (i* = the differing slot)
 
-with g_i the gradient of -likelihood_weight log p(x_i | theta).
+with g_i the gradient of -likelihood_weight log p(x_i | theta). D and D' differ in slot i* only,
+so every provider treats D' as D with the slot i* masked plus one record term (D''s record at
+i*, counted as often as the batch holds the slot): one gather serves both chains.
 
-* :class:`GenericGradients` — any :class:`dpjax.Model`: record gradients by ``jax.grad`` of its
-  log-likelihood. Dense batches (full, Poisson) read the records in place; gathered batches
-  gather D's records once and select D''s differing record where the batch holds its slot.
-* :class:`QuadraticGradients` — a :class:`dpjax.models.QuadraticModel`: g_i(x) = A_i x - b_i
-  from per-record tables built once on the host in float64 (likelihood weight and mask folded
-  in), so a step costs O(b d^2) (O(d^2) for an unclipped full batch: the tables' sums) instead
-  of a vmapped autodiff over the records. When every record of D is the same (paper 000's
+* :class:`GenericGradients` (engine "reference") — any :class:`dpjax.Model`: per-record
+  gradients by vmap of ``jax.grad`` (a b x d tensor per chain per step). The oracle every other
+  path is tested against; Poisson batches dense (all n slots weighted 0/1).
+* :class:`QuadraticGradients` (engine "quadratic", and the Pallas kernel's tables) — a
+  quadratic model: g_i(x) = A_i x - b_i from per-record tables built once on the host in
+  float64 (likelihood weight and mask folded in), so a step costs O(b d^2) (O(d^2) for an
+  unclipped full batch: the tables' sums). When every record of D is the same (paper 000's
   eq. 7 data) the tables have one row and no gather is needed (``homogeneous``).
+* :class:`GLMGradients` (engine "glm") — a model with a GLM structure
+  (:class:`dpjax.models.GLM`, declared or recognised): eta = X_b theta, s = w loss'(y, eta),
+  sum = X_b^T s per chain on one shared gather; clipping from |s_i| ||x_i|| with the norms
+  ||x_i|| computed once; O(b d) per chain-step and no b x d tensor beyond the gathered rows.
+* :class:`BatchedGradients` (engine "batched") — any model: one reverse-mode pass per chain over
+  the weighted batch sum sum_j c_j (-w log p(r_j | theta)), the records with c_j = 0 replaced
+  by an active record's fields first (so a masked record's NaN cannot reach the gradient
+  through 0 * NaN in the backward pass). With clipping: c_j = w_j min(1, C / n_j) from the
+  model's exact ``record_grad_norms`` hook (ghost norms) when it has one; else per-record
+  gradients by vmap (the exact fallback).
 
-Providers are static (hashable) descriptions; their ``data(...)`` pytree is an argument of the
-compiled programs, so new data values never recompile.
-"""
+**The provider protocol** (what a new provider implements to plug into the XLA loop of
+:mod:`.reference`; a new *path* with its own loop, like a Pallas kernel, instead implements
+``advance`` with :func:`.reference.advance`'s contract and is named in
+:data:`dpjax.engine.runner.ENGINES`):
+
+* a frozen, hashable dataclass (it is a static argument of compiled programs; new values of
+  the data never recompile because the data travel separately, as a pytree argument);
+* ``name``: the engine name it serves;
+* ``batch_sums(sampler, x, xp, data, index, batch, dense) -> (sum_D, sum_D')``: the data
+  parts sum_j w_j clip(mask g_j) on D at ``x`` and on D' at ``xp`` (``dense``: the batch is
+  ``arange(n)`` in order and the rows are read in place; else ``batch.indices`` are gathered);
+* ``prior_grad(x)``; ``estimates(...)`` = prior + ``batch.scale`` * sums (from :class:`_Sums`);
+* ``gap(sampler, x, data, index) -> (d,)``: the clipped, masked drift gap of slot i* at ``x``;
+* ``gathers_poisson``: True if Poisson batches may be handed to it gathered, as chunks of
+  ``capacity`` included slots (:func:`.reference.poisson_sums`), instead of dense;
+* a builder registered in :data:`BUILDERS`: ``build(model, pair, dtype, sampler) -> (provider,
+  host data)`` with the data as numpy arrays in ``dtype``.
+
+The GLM data (what a fused GLM kernel reads; :func:`glm_data`): ``design`` X (n, d),
+``response`` (pytree, record axis first), ``design_norms`` ||x_i|| (n,), ``mask`` (n,) of D; and
+``alt_design`` (d,), ``alt_response``, ``alt_design_norm`` (), ``alt_mask`` () of D''s record at i*.
 from __future__ import annotations
 
 import dataclasses

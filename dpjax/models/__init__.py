@@ -13,10 +13,14 @@ from .linear_regression import bayesian_linear_regression, linear_regression_pos
 from .logistic import logistic_regression, logistic_regression_dataset
 from .numpyro_adapter import NumpyroModel, from_numpyro
 from .quadratic import QuadraticModel, gaussian_posterior, quadratic_form
+from .structure import GLM, check_glm, glm_of
 
 __all__ = [
     "Model",
     "QuadraticModel",
+    "GLM",
+    "glm_of",
+    "check_glm",
     "ContaminationModel",
     "truncated_normal_mean_contamination",
     "logistic_regression_contamination",
