@@ -55,18 +55,17 @@ def coupled_step(sampler, provider, data, index, num_slots: int, words, chain_st
     return PairState(new_x, new_xp, loss, ok), cursor
 
 
-def _stack(draws: list) -> jax.Array:
-    return jnp.stack(draws, axis=-1)
-
-
 @functools.partial(jax.jit, static_argnames=("provider", "num_slots", "unroll"))
 def advance(sampler, data, index, words, chain_state, state: PairState, start, count, *, provider, num_slots: int, unroll: int) -> PairState:
     """Steps start, ..., start + count - 1 of every pair (``words``, ``chain_state``: (K, ...)).
 
-    The steps run in groups of ``unroll`` (rounded up to whole Philox blocks of normal draws,
-    :func:`.randomness.group_steps`) on the absolute grid of multiples of the group size, whose
-    normals are drawn together; the steps before the first and after the last whole group run
-    one at a time. The grouping never changes a number: step t's draws depend on t only.
+    One loop over groups of consecutive steps on the absolute grid of multiples of the group
+    size (``unroll`` rounded up to whole Philox blocks of normal draws,
+    :func:`.randomness.group_steps`); a group's normals are drawn as one array
+    (:func:`.randomness.group_normals_array`), and its steps run in an inner loop that holds the
+    step once (unrolled ``unroll`` times). Steps of the first and last group outside
+    [start, start + count) leave the state as it was. The grouping never changes a number: step
+    t's draws depend on t only, and the program's size does not depend on d.
     """
     dim, dtype = state.position.shape[1], state.position.dtype
     base = rng.group_steps(dim, dtype)
@@ -77,24 +76,26 @@ def advance(sampler, data, index, words, chain_state, state: PairState, start, c
         in_axes=(0, 0, 0, 0, None, 0),
     )
     cursor = jax.vmap(lambda w, cs: sampler.batching.start(w, cs, start, num_slots))(words, chain_state)
-
-    def single(t, carry):
-        state, cursor = carry
-        return step_pairs(words, chain_state, cursor, state, t, _stack(rng.step_normals(k0, k1, t, dim, dtype)))
-
-    def grouped(i, carry):
-        first = first_group + i * group
-        for u, z in enumerate(rng.group_normals(k0, k1, first, group, dim, dtype)):
-            carry = step_pairs(words, chain_state, carry[1], carry[0], first + u, _stack(z))
-        return carry
-
     stop = start + count
-    first_group = jnp.minimum(-(-start // group) * group, stop)
-    num_groups = (stop - first_group) // group
-    carry = jax.lax.fori_loop(start, first_group, single, (state, cursor))
-    carry = jax.lax.fori_loop(0, num_groups, grouped, carry)
-    carry = jax.lax.fori_loop(first_group + num_groups * group, stop, single, carry)
-    return carry[0]
+    first_group = (start // group) * group
+    num_groups = jnp.where(count > 0, (stop - first_group + group - 1) // group, 0)
+
+    def one_group(i, carry):
+        first = first_group + i * group
+        z = rng.group_normals_array(k0, k1, first, group, dim, dtype)  # (K, group, d)
+
+        def one_step(u, carry):
+            t = first + u
+            state, cursor = carry
+            new = step_pairs(words, chain_state, cursor, state, t, z[:, u])
+            if group == 1:  # every step of a group of one is inside [start, stop)
+                return new
+            inside = (t >= start) & (t < stop)
+            return jax.tree.map(lambda a, b: jnp.where(inside, a, b), new, carry)
+
+        return jax.lax.fori_loop(0, group, one_step, carry, unroll=min(group, unroll))
+
+    return jax.lax.fori_loop(0, num_groups, one_group, (state, cursor))[0]
 
 
 @functools.partial(jax.jit, static_argnames=("num_slots",))
