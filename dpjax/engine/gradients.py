@@ -48,12 +48,16 @@ i*, counted as often as the batch holds the slot): one gather serves both chains
   host data)`` with the data as numpy arrays in ``dtype``.
 
 The GLM data (what a fused GLM kernel reads; :func:`glm_data`): ``design`` X (n, d),
-``response`` (pytree, record axis first), ``design_norms`` ||x_i|| (n,), ``mask`` (n,) of D; and
+``response`` (pytree, record axis first), ``design_norms`` ||x_i|| (n,), ``mask`` (n,) of D
+(and ``packed``: the rows [x_i, ||x_i||, mask_i, y_i] (n, d + 3) for one gather; without y_i
+when the response is not one float per record); and
 ``alt_design`` (d,), ``alt_response``, ``alt_design_norm`` (), ``alt_mask`` () of D''s record at i*.
+"""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import math
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -62,7 +66,8 @@ import numpy as np
 from ..data import Dataset, NeighbouringPair
 from ..models.base import Model
 from ..models.quadratic import QuadraticModel
-from ..samplers.batching import Batch, FullBatch
+from ..models.structure import GLM, check_glm, glm_of
+from ..samplers.batching import Batch, FullBatch, Poisson
 from ..samplers.kernel import clip_one, clip_record_grads
 
 
@@ -82,6 +87,7 @@ class GenericGradients:
 
     model: Model
     name = "generic"
+    gathers_poisson = False
 
     def estimates(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
         model, clip = self.model, sampler.clip_norm
@@ -150,6 +156,7 @@ class QuadraticGradients:
     model: QuadraticModel
     homogeneous: bool
     name = "quadratic"
+    gathers_poisson = False
 
     @staticmethod
     def supports(model: Model) -> bool:
@@ -189,9 +196,221 @@ class QuadraticGradients:
         return clip_one(g_d, sampler.clip_norm) - clip_one(g_n, sampler.clip_norm)
 
 
-def provider_for(model: Model, pair: NeighbouringPair, kind: str, dtype) -> tuple[Any, dict]:
-    """(provider, its data as numpy arrays in ``dtype``) for ``kind`` "generic" or "quadratic"."""
+def _clip_factor(norm: jax.Array, clip_norm) -> jax.Array:
+    """min(1, C / norm) as :func:`dpjax.samplers.kernel.clip_one` takes it (1 for a zero norm)."""
+    return jnp.minimum(1.0, clip_norm / jnp.where(norm > 0, norm, 1.0))
+
+
+def _active(weights: jax.Array, mask: jax.Array) -> jax.Array:
+    # weights and masks are 0/1, so "both positive" is the whole record's coefficient
+    return (weights > 0) & (mask > 0)
+
+
+class _Sums:
+    """estimates = prior gradient + scale * batch sums, for providers that give the sums."""
+
+    gathers_poisson = True
+    capacity = None
+
+    def prior_grad(self, x):
+        return self.model.prior_grad(x)
+
+    def estimates(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
+        sum_d, sum_n = self.batch_sums(sampler, x, xp, data, index, batch, dense)
+        return self.prior_grad(x) + batch.scale * sum_d, self.prior_grad(xp) + batch.scale * sum_n
+
+
+def glm_data(glm: GLM, pair: NeighbouringPair, dtype) -> dict:
+    """The GLM provider's host data (see the module docstring), numpy in ``dtype``."""
+    i = pair.index
+
+    def floats(tree):
+        return jax.tree.map(lambda v: np.asarray(v, dtype) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v), tree)
+
+    x_d = glm.design_matrix(pair.dataset.fields)
+    x_n = glm.design_matrix({k: np.asarray(v)[i:i + 1] for k, v in pair.neighbour.fields.items()})[0]
+    y_d = glm.responses(pair.dataset.fields)
+    y_n = jax.tree.map(lambda v: np.asarray(v)[0], glm.responses({k: np.asarray(v)[i:i + 1] for k, v in pair.neighbour.fields.items()}))
+    # the rows a gathered batch reads, packed so that one gather serves them all; the response
+    # joins them when it is one float per record
+    columns = [x_d, np.linalg.norm(x_d, axis=1)[:, None], np.asarray(pair.dataset.mask, np.float64)[:, None]]
+    if isinstance(y_d, np.ndarray) and y_d.ndim == 1 and np.issubdtype(y_d.dtype, np.floating):
+        columns.append(y_d[:, None])
+    return {
+        "packed": floats(np.concatenate(columns, axis=1)),
+        "design": floats(x_d),
+        "response": floats(y_d),
+        "design_norms": floats(np.linalg.norm(x_d, axis=1)),  # float64 on the host, then cast
+        "mask": floats(np.asarray(pair.dataset.mask, np.float64)),
+        "alt_design": floats(x_n),
+        "alt_response": floats(y_n),
+        "alt_design_norm": floats(np.asarray(np.linalg.norm(x_n))),
+        "alt_mask": floats(np.asarray(pair.neighbour.mask, np.float64)[i]),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class GLMGradients(_Sums):
+    """Record gradients w s_i x_i of a GLM as matrix-vector products (module docstring)."""
+
+    model: Model
+    glm: GLM
+    capacity: Optional[int] = None
+    name = "glm"
+
+    def _slopes(self, sampler, y, eta, norms):
+        """w s_i, clipped to |w s_i| ||x_i|| <= C when the sampler clips."""
+        s = self.model.likelihood_weight * jax.vmap(self.glm.derivative)(y, eta)
+        if sampler.clip_norm is None:
+            return s
+        return s * _clip_factor(jnp.abs(s) * norms, sampler.clip_norm)
+
+    def _alt_slope(self, sampler, data, theta):
+        eta = jnp.dot(data["alt_design"], theta)
+        return self._slopes(sampler, jax.tree.map(lambda v: v[None], data["alt_response"]), eta[None], data["alt_design_norm"][None])[0]
+
+    def batch_sums(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
+        if dense:
+            rows = jnp.arange(data["mask"].shape[0], dtype=jnp.int32)
+            design, response, norms, mask = data["design"], data["response"], data["design_norms"], data["mask"]
+        else:
+            rows = batch.indices
+            # the one gather, shared by both chains: a row of ``packed`` is (x_i, ||x_i||, mask_i[, y_i])
+            packed = data["packed"].at[rows].get(mode="promise_in_bounds")  # slots lie in [0, n)
+            d = x.shape[0]
+            design, norms, mask = packed[:, :d], packed[:, d], packed[:, d + 1]
+            if packed.shape[1] == d + 3:
+                response = packed[:, d + 2]
+            else:
+                response = jax.tree.map(lambda v: v.at[rows].get(mode="promise_in_bounds"), data["response"])
+        active = _active(batch.weights, mask)
+        is_diff = rows == index
+        s_d = self._slopes(sampler, response, design @ x, norms)
+        s_n = self._slopes(sampler, response, design @ xp, norms)
+        # selects, not products: a masked record's NaN or inf slope stays out of the sum
+        sum_d = jnp.where(active, s_d, 0) @ design
+        sum_n = jnp.where(active & ~is_diff, s_n, 0) @ design
+        # D''s own record at slot i*, as often as the batch holds the slot
+        hits = jnp.sum(jnp.where(is_diff & (batch.weights > 0), batch.weights, 0))
+        alt = jnp.where((hits > 0) & (data["alt_mask"] > 0), hits * self._alt_slope(sampler, data, xp), 0)
+        return sum_d, sum_n + alt * data["alt_design"]
+
+    def gap(self, sampler, x, data, index):
+        one = lambda v: v[index][None]
+        eta = jnp.dot(data["design"][index], x)
+        s_d = self._slopes(sampler, jax.tree.map(one, data["response"]), eta[None], data["design_norms"][index][None])[0]
+        s_n = self._alt_slope(sampler, data, x)
+        g_d = jnp.where(data["mask"][index] > 0, s_d, 0) * data["design"][index]
+        g_n = jnp.where(data["alt_mask"] > 0, s_n, 0) * data["alt_design"]
+        return g_d - g_n
+
+
+def _first_active(active: jax.Array) -> jax.Array:
+    return jnp.argmax(active)
+
+
+def guard_records(records: dict, active: jax.Array) -> dict:
+    """The batch's records with every inactive one replaced by the first active record's fields:
+    a reverse-mode pass over them then multiplies finite numbers by the zero coefficients (an
+    absent record's own fields could give inf * 0 = NaN in the backward pass). With no active
+    record the result is multiplied by zeros only and discarded by the caller."""
+    first = _first_active(active)
+
+    def guard(v):
+        keep = active.reshape(active.shape + (1,) * (v.ndim - 1))
+        return jnp.where(keep, v, v[first])
+
+    return jax.tree.map(guard, records)
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchedGradients(_Sums):
+    """Any model: one reverse-mode pass per chain over the weighted batch sum (module docstring)."""
+
+    model: Model
+    capacity: Optional[int] = None
+    name = "batched"
+
+    def _weighted_grad(self, theta, records, coefficients):
+        """grad of sum_j c_j (-w log p(r_j | theta)) in one reverse pass (c_j held constant)."""
+        model = self.model
+
+        def total(t):
+            ll = jax.vmap(model.log_likelihood, in_axes=(None, 0))(t, records)
+            return -model.likelihood_weight * jnp.sum(coefficients * ll)
+
+        return jax.grad(total)(theta)
+
+    def _record_grad(self, sampler, theta, record):
+        return clip_one(self.model.record_grad(theta, record), sampler.clip_norm)
+
+    def _sum(self, sampler, theta, records, active):
+        """sum_j [active_j] clip(g_j(theta)) over the batch."""
+        safe = guard_records(records, active)
+        coefficients = active.astype(theta.dtype)
+        if sampler.clip_norm is None:
+            total = self._weighted_grad(theta, safe, coefficients)
+        elif self.model.record_grad_norms is not None:
+            norms = self.model.likelihood_weight * self.model.record_grad_norms(theta, safe)
+            factors = jax.lax.stop_gradient(_clip_factor(norms, sampler.clip_norm))
+            total = self._weighted_grad(theta, safe, coefficients * factors)
+        else:  # the exact fallback: per-record gradients, clipped one by one
+            grads = jax.vmap(self.model.record_grad, in_axes=(None, 0))(theta, safe)
+            total = clip_record_grads(grads, coefficients, sampler.clip_norm)
+        return jnp.where(jnp.any(active), total, 0)
+
+    def batch_sums(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
+        dataset, neighbour = data["dataset"], data["neighbour"]
+        if dense:
+            rows = jnp.arange(dataset.mask.shape[0], dtype=jnp.int32)
+            records, mask = dataset.fields, dataset.mask
+        else:
+            rows = batch.indices
+            records = {k: v[rows] for k, v in dataset.fields.items()}  # the one gather
+            mask = dataset.mask[rows]
+        active = _active(batch.weights, mask)
+        is_diff = rows == index
+        sum_d = self._sum(sampler, x, records, active)
+        sum_n = self._sum(sampler, xp, records, active & ~is_diff)
+        hits = jnp.sum(jnp.where(is_diff & (batch.weights > 0), batch.weights, 0))
+        alt = self._record_grad(sampler, xp, neighbour.record(index))
+        return sum_d, sum_n + jnp.where((hits > 0) & (neighbour.mask[index] > 0), hits * alt, 0)
+
+    def gap(self, sampler, x, data, index):
+        dataset, neighbour = data["dataset"], data["neighbour"]
+        g_d = jnp.where(dataset.mask[index] > 0, self._record_grad(sampler, x, dataset.record(index)), 0)
+        g_n = jnp.where(neighbour.mask[index] > 0, self._record_grad(sampler, x, neighbour.record(index)), 0)
+        return g_d - g_n
+
+
+def poisson_capacity(num_slots: int, rate: float) -> int:
+    """Slots per gathered chunk of a Poisson batch: the mean n q plus 6 standard deviations plus
+    8, rounded up to a power of two (so nearby rates share one compiled program), at most n.
+    Only the speed depends on it: a batch larger than a chunk takes further chunks (exact)."""
+    mean = num_slots * rate
+    want = mean + 6.0 * math.sqrt(mean * (1.0 - rate)) + 8.0
+    return int(min(num_slots, 1 << max(0, math.ceil(want) - 1).bit_length()))
+
+
+def provider_for(model: Model, pair: NeighbouringPair, kind: str, dtype, sampler=None) -> tuple[Any, dict]:
+    """(provider, its data as numpy arrays in ``dtype``) for ``kind`` "generic" (the reference
+    path), "quadratic", "glm" or "batched"."""
     if kind == "quadratic":
         tables = quadratic_tables(model, pair)
         return QuadraticGradients(model, tables["hessians"].shape[0] == 1), {k: np.asarray(v, dtype) for k, v in tables.items()}
-    return GenericGradients(model), {"dataset": cast_dataset(pair.dataset, dtype), "neighbour": cast_dataset(pair.neighbour, dtype)}
+    capacity = None
+    if sampler is not None and isinstance(sampler.batching, Poisson):
+        capacity = poisson_capacity(pair.dataset.num_slots, float(sampler.batching.rate))
+    if kind == "glm":
+        glm = glm_of(model)
+        if glm is None:
+            raise ValueError(f"engine='glm' needs a model with a GLM structure (dpjax.models.GLM); {getattr(model, 'name', model)!r} has none")
+        check_glm(model, glm, pair.dataset)
+        check_glm(model, glm, pair.neighbour, rows=np.array([pair.index]))
+        return GLMGradients(model, glm, capacity), glm_data(glm, pair, dtype)
+    data = {"dataset": cast_dataset(pair.dataset, dtype), "neighbour": cast_dataset(pair.neighbour, dtype)}
+    if kind == "batched":
+        return BatchedGradients(model, capacity), data
+    if kind != "generic":
+        raise ValueError(f"kind={kind!r} is not one of ['generic', 'quadratic', 'glm', 'batched']")
+    return GenericGradients(model), data

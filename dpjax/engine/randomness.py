@@ -35,7 +35,9 @@ otherwise; both give the same words (tested), so float32 runs need no 64-bit mod
 """
 from __future__ import annotations
 
+import contextlib
 import math
+from typing import Iterator
 
 import jax
 import jax.numpy as jnp
@@ -59,6 +61,21 @@ def _u32(x) -> jax.Array:
     return jnp.asarray(x).astype(jnp.uint32)
 
 
+_scoped_wide = [False]
+
+
+@contextlib.contextmanager
+def wide_products() -> Iterator[None]:
+    """Within the block, :func:`mul_wide` uses uint64 products even outside JAX's 64-bit mode
+    (switching the mode on for the product alone). For XLA programs: a float32 run's Philox words
+    then cost what a float64 run's do; the words are the same (tested)."""
+    _scoped_wide.append(True)
+    try:
+        yield
+    finally:
+        _scoped_wide.pop()
+
+
 def _wide() -> bool:
     # uint64 products in 64-bit mode (one widening multiply on GPUs, vpmuludq on x86: 1.6x
     # faster per coupled step than the limbs on a 2-core x86 CPU); 16-bit limbs otherwise.
@@ -69,9 +86,10 @@ def _wide() -> bool:
 def mul_wide(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(high, low) uint32 words of the 64-bit product of uint32 arrays ``a`` and ``b``."""
     a, b = _u32(a), _u32(b)
-    if _wide():
-        product = a.astype(jnp.uint64) * b.astype(jnp.uint64)
-        return (product >> jnp.uint64(32)).astype(jnp.uint32), product.astype(jnp.uint32)
+    if _wide() or _scoped_wide[-1]:
+        with jax.enable_x64(True):
+            product = a.astype(jnp.uint64) * b.astype(jnp.uint64)
+            return (product >> jnp.uint64(32)).astype(jnp.uint32), product.astype(jnp.uint32)
     # schoolbook on 16-bit limbs: every partial product and partial sum fits in 32 bits
     a_hi, a_lo = a >> 16, a & _MASK16
     b_hi, b_lo = b >> 16, b & _MASK16
