@@ -53,15 +53,23 @@ def _both_paths(model, pair, sampler, dtype, start, count):
         return jax.device_get(xla), jax.device_get(kernel)
 
 
+slow = pytest.mark.slow
 CASES = [
-    # dim, sampler, adjacency, dtype
-    (5, samplers.sgld(0.01, batching="uniform", batch_size=4), "replace-one", jnp.float32),
-    (5, samplers.sgld(0.01, batching="uniform", batch_size=4, clip_norm=0.5), "add-remove", jnp.float32),
-    (3, samplers.sgld(0.01, batching="uniform", batch_size=3, clip_norm=0.3), "replace-one", jnp.float64),
-    (3, samplers.ula(0.005), "add-remove", jnp.float64),
+    # dim, sampler, adjacency, dtype; the unmarked four cover uniform and full batches, clipped
+    # and not, both adjacencies and both dtypes (each case compiles its own interpreted kernel)
+    (4, samplers.sgld(0.01, batching="uniform", batch_size=4), "replace-one", jnp.float32),
+    (4, samplers.sgld(0.01, batching="uniform", batch_size=4, clip_norm=0.5), "add-remove", jnp.float32),
+    (2, samplers.ula(0.005), "add-remove", jnp.float64),
     (4, samplers.ula(0.005, clip_norm=0.4), "replace-one", jnp.float32),
-    (2, samplers.cyclic_sgld(0.01, batch_size=5), "replace-one", jnp.float64),
-    (2, samplers.cyclic_sgld(0.01, batch_size=5, clip_norm=0.5, order=np.random.default_rng(0).permutation(N)), "add-remove", jnp.float32),
+    # Poisson batches (the breast-cancer audit's sampler), dense in the kernel, gathered in chunks on XLA
+    (4, samplers.sgld(0.01, batching="poisson", rate=0.3, clip_norm=0.5), "add-remove", jnp.float32),
+    pytest.param(2, samplers.sgld(0.01, batching="poisson", rate=0.2), "replace-one", jnp.float64, marks=slow),
+    # groups of steps sharing Philox blocks of normals (d = 5 in float32: 4 steps; d = 3 in float64: 2)
+    pytest.param(5, samplers.sgld(0.01, batching="uniform", batch_size=4, clip_norm=0.5), "add-remove", jnp.float32, marks=slow),
+    pytest.param(3, samplers.sgld(0.01, batching="uniform", batch_size=3, clip_norm=0.3), "replace-one", jnp.float64, marks=slow),
+    # cyclic orders: affine and fixed
+    pytest.param(2, samplers.cyclic_sgld(0.01, batch_size=5), "replace-one", jnp.float64, marks=slow),
+    pytest.param(4, samplers.cyclic_sgld(0.01, batch_size=5, clip_norm=0.5, order=np.random.default_rng(0).permutation(N)), "add-remove", jnp.float32, marks=slow),
 ]
 
 
@@ -83,6 +91,7 @@ def test_kernel_equals_the_xla_glm_path(dim, sampler, adjacency, dtype):
     assert np.abs(xla.path_loss - 0.25).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_kernel_equals_the_xla_glm_path_for_linear_regression():
     """Another loss (Gaussian, derivative beta (eta - y)) and a non-unit prior precision."""
     model = bayesian_linear_regression(2.0, 0.5, dim=3)
@@ -93,6 +102,7 @@ def test_kernel_equals_the_xla_glm_path_for_linear_regression():
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_chunks_compose_and_a_zero_count_changes_nothing():
     """Steps 0..4 then 5..11 equal 0..11 in one call (a pair's draws depend on (seed, pair, step))."""
     model = logistic_regression(1.0, 3)
@@ -113,8 +123,16 @@ def test_chunks_compose_and_a_zero_count_changes_nothing():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-@pytest.mark.parametrize("clip_norm", [None, 0.5])
-def test_kernel_lowers_to_triton_for_cuda(clip_norm):
+LOWERED = [
+    samplers.sgld(0.01, batching="poisson", rate=0.3, clip_norm=0.5),
+    pytest.param(samplers.sgld(0.01, batching="uniform", batch_size=4), marks=slow),
+    pytest.param(samplers.cyclic_sgld(0.01, batch_size=5, clip_norm=0.5), marks=slow),
+    pytest.param(samplers.ula(0.005), marks=slow),
+]
+
+
+@pytest.mark.parametrize("sampler", LOWERED)
+def test_kernel_lowers_to_triton_for_cuda(sampler):
     """What a GPU run compiles, checked without a GPU: JAX lowers the kernel for CUDA (Pallas ->
     Triton IR) on the CPU; an unsupported primitive (e.g. the loss derivative's) fails here."""
     from jax import export
@@ -122,7 +140,6 @@ def test_kernel_lowers_to_triton_for_cuda(clip_norm):
     dim = 5
     model = logistic_regression(1.0, dim)
     pair = _logistic_pair(dim, "replace-one")
-    sampler = samplers.sgld(0.01, batching="uniform", batch_size=4, clip_norm=clip_norm)
     dtype = jnp.float32
     provider, data = provider_for(model, pair, "glm", dtype, sampler)
     _, keys = reference.chain_setup(sampler, jax.random.key(0), jnp.arange(256, dtype=jnp.uint32), num_slots=N)
@@ -140,7 +157,7 @@ def test_unsupported_configurations_say_why():
     assert "GLM structure" in pallas_glm.unsupported_reason(dataclass_without_glm(model), sgld)
     assert "MAX_DIM=32" in pallas_glm.unsupported_reason(logistic_regression(1.0, 33), sgld)
     assert "step-size schedule" in pallas_glm.unsupported_reason(model, samplers.ula(lambda t: 0.01 / (1 + t)))
-    assert "batching 'poisson'" in pallas_glm.unsupported_reason(model, samplers.sgld(0.01, batching="poisson", rate=0.1))
+    assert "batching 'without-replacement'" in pallas_glm.unsupported_reason(model, samplers.sgld(0.01, batching="without-replacement", batch_size=4))
     quartic = dataclass_with_prior(model, lambda t: -0.25 * jnp.sum(t**4))
     assert "a theta + c" in pallas_glm.unsupported_reason(quartic, sgld)
     shifted = dataclass_with_prior(model, lambda t: -0.5 * jnp.sum((jnp.arange(3.0) + 1) * (t - 0.5) ** 2))
