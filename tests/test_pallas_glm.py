@@ -92,6 +92,17 @@ def test_kernel_equals_the_xla_glm_path(dim, sampler, adjacency, dtype):
 
 
 @pytest.mark.slow
+def test_diverging_pairs_are_flagged_as_on_the_xla_path():
+    """A step size that overflows float32 within the chunk: the kernel flags the same pairs
+    non-finite as the XLA path (a privacy number is never silently wrong)."""
+    model = logistic_regression(1.0, 4)
+    pair = _logistic_pair(4, "replace-one")
+    xla, kernel = _both_paths(model, pair, samplers.sgld(1e6, batching="uniform", batch_size=4), jnp.float32, start=0, count=13)
+    assert not xla.finite.any()
+    assert np.array_equal(kernel.finite, xla.finite)
+
+
+@pytest.mark.slow
 def test_kernel_equals_the_xla_glm_path_for_linear_regression():
     """Another loss (Gaussian, derivative beta (eta - y)) and a non-unit prior precision."""
     model = bayesian_linear_regression(2.0, 0.5, dim=3)
