@@ -87,6 +87,36 @@ def diagonal_prior(model) -> Optional[tuple[np.ndarray, np.ndarray]]:
     return a, c
 
 
+def _primitives(jaxpr) -> set:
+    """Names of the primitives of a jaxpr, its sub-jaxprs included."""
+    names = set()
+    for eqn in jaxpr.eqns:
+        names.add(eqn.primitive.name)
+        for value in eqn.params.values():
+            for item in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(item, "jaxpr", item)
+                if hasattr(inner, "eqns"):
+                    names |= _primitives(inner)
+    return names
+
+
+def unlowerable_primitives(glm) -> Optional[list]:
+    """The primitives of the GLM's loss derivative that Pallas's Triton lowering lacks (sorted;
+    [] if none), or None when this JAX exposes no table of lowering rules to check against (then
+    the first GPU call is the check: the runner falls back to the XLA path when it fails).
+
+    E.g. probit regression's normal log-cdf needs ``erf``, which JAX 0.10's Triton lowering lacks."""
+    try:
+        from jax._src.pallas.triton.lowering import triton_lowering_rules
+    except ImportError:
+        return None
+    known = {p.name for p in triton_lowering_rules}
+    with jax.ensure_compile_time_eval():
+        probe = jnp.zeros((8,), jnp.float32)
+        jaxpr = jax.make_jaxpr(jax.vmap(glm.derivative))(probe, probe)
+    return sorted(_primitives(jaxpr.jaxpr) - known)
+
+
 def unsupported_reason(model, sampler) -> Optional[str]:
     """None if the kernel runs this model and sampler, else why it does not."""
     glm = glm_of(model)
@@ -96,6 +126,9 @@ def unsupported_reason(model, sampler) -> Optional[str]:
         return f"dim={model.dim} exceeds the kernel's MAX_DIM={MAX_DIM} (theta of both chains in registers; use engine='glm')"
     if callable(sampler.step_size):
         return "a step-size schedule (the kernel takes a constant step size)"
+    missing = unlowerable_primitives(glm)
+    if missing:
+        return f"the loss derivative uses {', '.join(missing)}, which Pallas's Triton lowering (jax {jax.__version__}) lacks"
     if diagonal_prior(model) is None:
         return "the prior's gradient is not a theta + c (the kernel takes Gaussian priors with a diagonal covariance)"
     scheme = sampler.batching
@@ -251,9 +284,13 @@ def _kernel(dim: int, num_slots: int, scheme, has_clip: bool, derivative, dtype)
         first_group = jnp.minimum(lax.div(start + (group - 1), jnp.int32(group)) * group, stop)
         num_groups = lax.div(stop - first_group, jnp.int32(group))
         carry = (x, xp, loss_ref[...], finite_ref[...], cursor)
-        carry = lax.fori_loop(start, first_group, single, carry)
-        carry = lax.fori_loop(jnp.int32(0), num_groups, grouped, carry)
-        x, xp, loss, finite, _ = lax.fori_loop(first_group + num_groups * group, stop, single, carry)
+        if group == 1:
+            # a step's draws fill whole blocks: one copy of the step (a third of the program)
+            x, xp, loss, finite, _ = lax.fori_loop(start, stop, single, carry)
+        else:
+            carry = lax.fori_loop(start, first_group, single, carry)
+            carry = lax.fori_loop(jnp.int32(0), num_groups, grouped, carry)
+            x, xp, loss, finite, _ = lax.fori_loop(first_group + num_groups * group, stop, single, carry)
         for c in range(dim):
             x_out[c, :] = x[c]
             xp_out[c, :] = xp[c]
