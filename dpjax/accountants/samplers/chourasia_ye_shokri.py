@@ -2,13 +2,15 @@
 
 Source and how it was read. Chourasia, Ye & Shokri, "Differential privacy dynamics of Langevin
 diffusion and noisy gradient descent" (NeurIPS 2021, arXiv 2102.05855), its RDP theorem for
-noisy GD (the Langevin-diffusion tracing argument; the theorem's number could not be checked). The paper's full text could not be opened from
-this project's stored copies (only its abstract; see ``docs/guide/last_iterate.md``, "What is
-not here"); the statement used is the one a public re-implementation encodes (a
-``get_privacy_spent`` routine for "Langevin DP" in a DP-SGLD code base: the conditions
-eta < 1/beta and theta_0 ~ Pi_C(N(0, 2 sigma^2 / lambda I)), and
-eps(alpha) = 4 alpha L^2 / (lambda sigma^2 n^2) (1 - e^{-lambda eta K / 2}) for L-Lipschitz
-losses, i.e. S_g = 2 L), which is the paper's published form
+noisy GD (the Langevin-diffusion tracing argument). The paper's full text could not be opened
+from this project's stored copies (only its abstract and the start of its introduction; see
+``docs/guide/last_iterate.md``, "What is not here"), so the theorem's number, its exact
+conditions and its noise convention are not verified here. The statement used is the one a
+public re-implementation encodes (a ``get_privacy_spent`` routine for "Langevin DP" in a
+DP-SGLD code base: the conditions eta < 1/beta and theta_0 ~ Pi_C(N(0, 2 sigma^2 / lambda I)),
+and eps(alpha) = 4 alpha L^2 / (lambda sigma^2 n^2) (1 - e^{-lambda eta K / 2}) for L-Lipschitz
+losses, i.e. S_g = 2 L), read with the noise convention of the paper's Langevin diffusion
+(d theta = -grad L dt + sqrt(2 sigma_L^2) dW, discretised with step eta):
 
     eps(alpha) = alpha S_g^2 / (lambda sigma_L^2 n^2) * (1 - exp(-lambda eta K / 2)),
 
