@@ -386,6 +386,7 @@ _TILT_EXP_MIN = -700.0  # tilt factors below e^-700 are raised to it (an upper b
 
 TILT_GRID = 2.0 ** (np.arange(-10, 21) / 2.0)  # candidate tilts lambda: 2^-5 .. 2^10 by factors of sqrt(2)
 TILT_BLOCK = 128  # grid points per block of the MGF estimate that picks the tilt
+TILT_MIN_BLOCKS = 256
 
 
 def tilt_order(pmf, k_lo, steps, step: float, tail):
@@ -395,7 +396,9 @@ def tilt_order(pmf, k_lo, steps, step: float, tail):
     (:func:`tilted_upper_bound`), so the MGF here is an estimate, from block masses at the
     blocks' lower ends (a 128th of the work of the exact sums)."""
     stages, width = pmf.shape
-    b = min(TILT_BLOCK, width)
+    # at least TILT_MIN_BLOCKS blocks: one block spanning a short, coarse PMF would read its
+    # whole mass at the lowest loss and pick a far too steep tilt
+    b = max(1, min(TILT_BLOCK, width // TILT_MIN_BLOCKS))
     pad = (-width) % b
     blocks = jnp.sum(jnp.pad(pmf, ((0, 0), (0, pad))).reshape(stages, -1, b), axis=-1)  # (S, nb)
     block_loss = (k_lo[:, None] + b * jnp.arange(blocks.shape[-1])[None, :]) * step
