@@ -64,9 +64,9 @@ CASES = [
     # Poisson batches (the breast-cancer audit's sampler), dense in the kernel, gathered in chunks on XLA
     (4, samplers.sgld(0.01, batching="poisson", rate=0.3, clip_norm=0.5), "add-remove", jnp.float32),
     pytest.param(2, samplers.sgld(0.01, batching="poisson", rate=0.2), "replace-one", jnp.float64, marks=slow),
-    # groups of steps sharing Philox blocks of normals (d = 5 in float32: 4 steps; d = 3 in float64: 2)
-    pytest.param(5, samplers.sgld(0.01, batching="uniform", batch_size=4, clip_norm=0.5), "add-remove", jnp.float32, marks=slow),
-    pytest.param(3, samplers.sgld(0.01, batching="uniform", batch_size=3, clip_norm=0.3), "replace-one", jnp.float64, marks=slow),
+    # groups of steps sharing Philox blocks of normals (d = 2 in float32: 2 steps a group, the
+    # chunk starting mid-group; every larger group is the same code with more copies)
+    pytest.param(2, samplers.sgld(0.01, batching="uniform", batch_size=3, clip_norm=0.3), "add-remove", jnp.float32, marks=slow),
     # cyclic orders: affine and fixed
     pytest.param(2, samplers.cyclic_sgld(0.01, batch_size=5), "replace-one", jnp.float64, marks=slow),
     pytest.param(4, samplers.cyclic_sgld(0.01, batch_size=5, clip_norm=0.5, order=np.random.default_rng(0).permutation(N)), "add-remove", jnp.float32, marks=slow),
