@@ -17,7 +17,8 @@ used for DP-SGD clipping by Lee & Kifer 2021, "Scaling up differentially private
 with fast per-example gradient clipping", PoPETs 2021(1)). Here, with r_i = y_i - sigmoid(z_i)
 (d log p / d z_i):
 
-    ||g_i||^2 = r_i^2 (||h_i||^2 + 1) + ||delta_i||^2 (||x_i||^2 + 1),   delta_i = r_i w2 * act'(u_i),
+    ||g_i|| = |r_i| sqrt(||h_i||^2 + 1 + ||w2 * act'(u_i)||^2 (||x_i||^2 + 1))
+            (delta_i = r_i w2 * act'(u_i), u_i = W1^T x_i + b1),
 
 from one forward pass over the batch (b x m numbers), never a b x d tensor. This is the model's
 ``record_grad_norms`` (:mod:`dpjax.models.structure`), which the coupled engine's "batched" path
@@ -101,11 +102,16 @@ def mlp_classifier(prior_precision: float, num_inputs: int, hidden: int = 64, ac
         # h and act'(u) in one forward-mode pass (elementwise: a tangent of ones gives act')
         h, slope = jax.jvp(act, (u,), (jnp.ones_like(u),))
         z = h @ w2 + b2
-        r = records["y"] - jax.nn.sigmoid(z)  # d log p / d z, in [-1, 1]: never inf
-        delta = (r[:, None] * w2) * slope  # d log p / d u
-        out_sq = r**2 * (jnp.sum(h**2, axis=-1) + 1.0)  # w2 and b2
-        hidden_sq = jnp.sum(delta**2, axis=-1) * (jnp.sum(x**2, axis=-1) + 1.0)  # W1 and b1
-        return jnp.sqrt(out_sq + hidden_sq)
+        y = records["y"]
+        # d log p / d z = y - sigmoid(z), written as y sigmoid(-z) - (1 - y) sigmoid(z) so that a
+        # saturated logit keeps its relative precision (1 - sigmoid(z) would cancel)
+        r = y * jax.nn.sigmoid(-z) - (1 - y) * jax.nn.sigmoid(z)
+        # delta = r (w2 * act'(u)): the common factor |r| is taken out of the square root, so a
+        # saturated record's tiny r is never squared into underflow
+        signal = w2 * slope  # (b, m): d z / d u
+        out_sq = jnp.sum(h**2, axis=-1) + 1.0  # w2 and b2
+        hidden_sq = jnp.sum(signal**2, axis=-1) * (jnp.sum(x**2, axis=-1) + 1.0)  # W1 and b1
+        return jnp.abs(r) * jnp.sqrt(out_sq + hidden_sq)
 
     def check(dataset):
         _check_xy_dataset(dataset, p, "mlp_classifier")
