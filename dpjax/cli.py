@@ -51,6 +51,7 @@ BENCHMARKS = {
     "figure1": "figure1",
     "gpu": "gpu",
     "contamination": "contamination",
+    "mlp": "mlp",
 }
 
 
