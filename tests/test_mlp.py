@@ -200,13 +200,19 @@ def test_program_size_does_not_grow_with_hidden_width():
 @pytest.mark.slow
 def test_compile_time_of_the_20_64_1_network():
     """Goal of issue 21: one coupled step of the 20-64-1 MLP (d = 1,409) with clipping compiles
-    in <= 30 s on this CPU (measured ~2 s on the 2-core CPU, see BENCHMARKS.md)."""
+    in <= 30 s on this CPU. Measured in CPU seconds of this process (the first call: tracing,
+    compiling, two steps): on a shared 2-core machine the wall clock also counts other
+    processes (36 s wall at load 18, 15 s at load 15; see BENCHMARKS.md)."""
+    import time
+
     p = 20
     model = mlp_classifier(1.0, p, 64)
     assert model.dim == 1409
     pair = _pair(256, p)
     sampler = samplers.sgld(1e-4, batching="uniform", batch_size=128, clip_norm=1.0)
+    cpu = time.process_time()
     result = dpjax.run_coupled(0, model, pair, sampler, num_pairs=2, num_steps=2, progress=False)
+    cpu = time.process_time() - cpu
     assert result.config["engine"] == "batched"
     assert np.all(result.finite)
-    assert result.config["compile_seconds"] <= 30.0, result.config["compile_seconds"]
+    assert cpu <= 30.0, (cpu, result.config["compile_seconds"])

@@ -17,6 +17,9 @@ Measured (compiled once, then timed; medians over ``--repeats``):
   clipping, the textbook way: per-record gradients by vmap(grad) (a b x d tensor per chain per
   step), each clipped to C, summed, plus the prior and the noise, vmapped over 2K chains.
 
+Each rate is also reported per CPU second of this process (``cpu_*``: all of XLA's threads;
+on a shared machine the wall clock also counts other processes' time).
+
 A pair-step advances two chains and the path loss; a chain-step one chain. The ratios are
 pair-steps/s over chain-steps/s, so 1x means dpjax does twice the baseline's chain work per
 second (issue 21's convention) and 0.5x means equal chain throughput.
@@ -53,15 +56,16 @@ def _problem(n: int, seed: int):
     return x, y
 
 
-def _time_compiled(fn, *args) -> float:
+def _time_compiled(fn, *args) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of one call of the compiled ``fn``."""
     compiled = jax.jit(fn).lower(*args).compile()
     jax.block_until_ready(compiled(*args))  # warm
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     jax.block_until_ready(compiled(*args))
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
-def _blackjax_seconds(model, x, y, eta, theta0, chains, steps, batch_size, seed) -> float:
+def _blackjax_seconds(model, x, y, eta, theta0, chains, steps, batch_size, seed) -> tuple[float, float]:
     import blackjax
     from blackjax.sgmcmc.gradients import grad_estimator
 
@@ -88,7 +92,7 @@ def _blackjax_seconds(model, x, y, eta, theta0, chains, steps, batch_size, seed)
     return _time_compiled(run, jax.random.key(seed))
 
 
-def _per_example_seconds(model, x, y, eta, theta0, chains, steps, batch_size, clip, seed) -> float:
+def _per_example_seconds(model, x, y, eta, theta0, chains, steps, batch_size, clip, seed) -> tuple[float, float]:
     n = len(y)
     record_grad = jax.grad(lambda th, xi, yi: -model.log_likelihood(th, {"x": xi, "y": yi}))
     prior_grad = jax.grad(lambda th: -model.log_prior(th))
@@ -137,20 +141,31 @@ def run(args) -> dict:
     theta0 = 0.1 * np.random.default_rng(args.seed + 1).normal(size=model.dim)
 
     ours, theirs, per_example = [], [], []
+    # CPU seconds of this process as well as wall seconds: on a shared machine the wall clock
+    # counts other processes' time, the CPU clock (all of XLA's threads) does not
+    ours_cpu, theirs_cpu, per_example_cpu = [], [], []
     nonfinite, engine, compile_seconds = 0, None, None
     for r in range(-1, args.repeats):  # r = -1 compiles, untimed
         seed = args.seed + max(r, 0)
+        cpu = time.process_time()
         result = dpjax.run_coupled(seed, model, pair, sampler, num_pairs=pairs, num_steps=steps, init=theta0, dtype=dtype, progress=False, chunk_size=steps)
+        cpu = time.process_time() - cpu  # includes the run's setup (keys, data placement): against dpjax
         if r < 0:
             engine, compile_seconds = result.config["engine"], result.config["compile_seconds"]
             continue
         nonfinite += result.num_nonfinite
         ours.append(pairs * steps / result.config["run_seconds"])
+        ours_cpu.append(pairs * steps / cpu)
         with jax.enable_x64(dtype == jnp.float64):
             xs, ys, th = jnp.asarray(x, dtype), jnp.asarray(y, dtype), jnp.asarray(theta0, dtype)
-            theirs.append(2 * pairs * steps / _blackjax_seconds(model, xs, ys, eta, th, 2 * pairs, steps, b, seed))
-            per_example.append(2 * pairs * steps / _per_example_seconds(model, xs, ys, eta, th, 2 * pairs, steps, b, args.clip, seed))
+            wall, cpu = _blackjax_seconds(model, xs, ys, eta, th, 2 * pairs, steps, b, seed)
+            theirs.append(2 * pairs * steps / wall)
+            theirs_cpu.append(2 * pairs * steps / cpu)
+            wall, cpu = _per_example_seconds(model, xs, ys, eta, th, 2 * pairs, steps, b, args.clip, seed)
+            per_example.append(2 * pairs * steps / wall)
+            per_example_cpu.append(2 * pairs * steps / cpu)
     pair_rate, blackjax_rate, per_example_rate = (statistics.median(v) for v in (ours, theirs, per_example))
+    pair_cpu, blackjax_cpu, per_example_cpu_rate = (statistics.median(v) for v in (ours_cpu, theirs_cpu, per_example_cpu))
     return {
         "model": f"mlp {NUM_INPUTS}-{HIDDEN}-1 (d = {model.dim}), tanh",
         "records": n,
@@ -167,8 +182,13 @@ def run(args) -> dict:
         "per_example_chain_steps_per_s": per_example_rate,
         "pair_over_blackjax": pair_rate / blackjax_rate,
         "pair_over_per_example": pair_rate / per_example_rate,
+        "cpu_pair_over_blackjax": pair_cpu / blackjax_cpu,
+        "cpu_pair_over_per_example": pair_cpu / per_example_cpu_rate,
         "nonfinite_pairs": nonfinite,
         "pair_steps_per_s_all": ours,
         "blackjax_chain_steps_per_s_all": theirs,
         "per_example_chain_steps_per_s_all": per_example,
+        "cpu_pair_steps_per_s_all": ours_cpu,
+        "cpu_blackjax_chain_steps_per_s_all": theirs_cpu,
+        "cpu_per_example_chain_steps_per_s_all": per_example_cpu,
     }
