@@ -285,6 +285,8 @@ class GLMGradients(_Sums):
                 response = jax.tree.map(lambda v: v.at[rows].get(mode="promise_in_bounds"), data["response"])
         active = _active(batch.weights, mask)
         is_diff = rows == index
+        # an absent record's row may hold NaN or inf: zero it before any product (0 * NaN = NaN)
+        design = jnp.where(active[:, None], design, 0)
         s_d = self._slopes(sampler, response, design @ x, norms)
         s_n = self._slopes(sampler, response, design @ xp, norms)
         # selects, not products: a masked record's NaN or inf slope stays out of the sum
@@ -293,15 +295,15 @@ class GLMGradients(_Sums):
         # D''s own record at slot i*, as often as the batch holds the slot
         hits = jnp.sum(jnp.where(is_diff & (batch.weights > 0), batch.weights, 0))
         alt = jnp.where((hits > 0) & (data["alt_mask"] > 0), hits * self._alt_slope(sampler, data, xp), 0)
-        return sum_d, sum_n + alt * data["alt_design"]
+        return sum_d, sum_n + jnp.where((hits > 0) & (data["alt_mask"] > 0), alt * data["alt_design"], 0)
 
     def gap(self, sampler, x, data, index):
         one = lambda v: v[index][None]
         eta = jnp.dot(data["design"][index], x)
         s_d = self._slopes(sampler, jax.tree.map(one, data["response"]), eta[None], data["design_norms"][index][None])[0]
         s_n = self._alt_slope(sampler, data, x)
-        g_d = jnp.where(data["mask"][index] > 0, s_d, 0) * data["design"][index]
-        g_n = jnp.where(data["alt_mask"] > 0, s_n, 0) * data["alt_design"]
+        g_d = jnp.where(data["mask"][index] > 0, s_d * data["design"][index], 0)
+        g_n = jnp.where(data["alt_mask"] > 0, s_n * data["alt_design"], 0)
         return g_d - g_n
 
 

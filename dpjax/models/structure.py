@@ -147,7 +147,9 @@ def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, nu
         w = float(model.likelihood_weight)
         ramp = np.linspace(-1.0, 1.0, model.dim) / max(1.0, float(np.sqrt(model.dim)))
         for p in range(num_points):
-            theta = jnp.asarray(ramp * (0.7 * p) + 0.1 * p, jnp.float64)
+            # never theta = 0: there eta = 0 for every record, where autodiff of a loss written
+            # with max / abs (numpyro's Bernoulli logits) returns a subgradient, not the derivative
+            theta = jnp.asarray(ramp * (0.7 * (p + 1)) + 0.1 * (p + 1), jnp.float64)
             auto = np.asarray(jax.vmap(model.record_grad, in_axes=(None, 0))(theta, floats))
             eta = jnp.asarray(x) @ theta
             s = np.asarray(jax.vmap(glm.derivative)(jax.tree.map(jnp.asarray, y), eta))
