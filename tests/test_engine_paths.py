@@ -263,3 +263,23 @@ def test_quadratic_models_written_as_general_models_take_the_quadratic_path():
     logistic = _general_logistic(False)
     for model in (bent, shifted, logistic):
         assert quadratic_form_of(model, pair.dataset) is None
+
+
+@pytest.mark.slow
+def test_bench_coupled_logistic_rows_at_tiny_sizes(capsys):
+    """`dpjax bench coupled --workload logistic --json` end to end: every row on the GLM path,
+    each with a positive ratio against blackjax measured in the same run."""
+    import json
+
+    from dpjax.cli import main
+
+    assert main(["bench", "coupled", "--workload", "logistic", "--json", "--records", "300", "--chains", "8", "--steps", "10",
+                 "--repeats", "1", "--compile-dims", "4"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = out["rows"]
+    assert [(r["row"], r.get("dtype")) for r in rows] == [("b128", "float32"), ("clipped", "float32"), ("full", "float32"),
+                                                          ("b128", "float64"), ("clipped", "float64"), ("full", "float64"), ("compile", None)]
+    for r in rows:
+        assert r["engine"] == "glm"
+        assert (r.get("pair_over_blackjax") or r.get("compile_over_blackjax")) > 0
+        assert r.get("nonfinite_pairs", 0) == 0

@@ -182,7 +182,8 @@ def run(args) -> dict:
     engine = None
     for r in range(-1, args.repeats):  # r = -1 compiles, untimed
         seed = args.seed + max(r, 0)
-        result = dpjax.run_coupled(seed, model, pair, sampler, num_pairs=chains, num_steps=steps, progress=False, chunk_size=steps)
+        # engine "reference" named: "auto" now recognises this plain Model as quadratic (engine/detect.py)
+        result = dpjax.run_coupled(seed, model, pair, sampler, num_pairs=chains, num_steps=steps, progress=False, chunk_size=steps, engine="reference")
         closed = dpjax.run_coupled(seed, quadratic, pair, sampler, num_pairs=chains, num_steps=steps, progress=False, chunk_size=steps)
         engine = closed.config["engine"]
         if r < 0:
