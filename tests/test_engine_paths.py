@@ -130,15 +130,14 @@ def test_batched_path_with_and_without_a_norm_hook(with_norms, batching):
     _agree(got, ref, jnp.float64)
 
 
-def _poison(provider, data, slots):
+def _poison(provider, data, slots, model, pair, sampler):
     """The provider's data with NaN and inf features in ``slots`` (records D masks out)."""
-    if provider.name == "glm":
-        poisoned = dict(data)
-        for key in ("packed", "design"):
-            poisoned[key] = np.array(data[key])
-            poisoned[key][slots[0], :DIM] = np.nan
-            poisoned[key][slots[1], :DIM] = np.inf
-        return poisoned
+    if provider.name == "glm":  # the GLM data are built from the poisoned dataset (masked rows zeroed there)
+        x = np.array(pair.dataset.fields["x"])
+        x[slots[0]], x[slots[1]] = np.nan, np.inf
+        poisoned = dpjax.NeighbouringPair(dpjax.Dataset(fields={**pair.dataset.fields, "x": x}, mask=pair.dataset.mask), pair.neighbour, pair.index,
+                                          pair.adjacency)
+        return provider_for(model, poisoned, "glm", jnp.float64, sampler)[1]
     x = np.array(data["dataset"].fields["x"])
     x[slots[0]], x[slots[1]] = np.nan, np.inf
     dataset = dpjax.Dataset(fields={**data["dataset"].fields, "x": x}, mask=data["dataset"].mask)
@@ -169,7 +168,7 @@ def test_a_masked_records_nan_never_reaches_a_gradient(clip):
                  (_general_logistic(True), "batched"), (_general_logistic(False), "batched")]
         for model, kind in cases:
             provider, data = provider_for(model, pair, kind, jnp.float64, sampler)
-            poisoned = _poison(provider, data, masked)
+            poisoned = _poison(provider, data, masked, model, pair, sampler)
             for batch, is_dense in ((gathered, False), (only_masked, False), (dense, True)):
                 clean = provider.batch_sums(sampler, theta, theta_n, jax.tree.map(jnp.asarray, data), jnp.int32(4), batch, is_dense)
                 dirty = provider.batch_sums(sampler, theta, theta_n, jax.tree.map(jnp.asarray, poisoned), jnp.int32(4), batch, is_dense)

@@ -134,9 +134,11 @@ def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, nu
     wrong declaration (another loss, another design, a forgotten intercept) fails here before
     any chain runs.
     """
-    n = len(np.asarray(dataset.mask))
-    if rows is None:
-        rows = np.unique(np.linspace(0, n - 1, min(n, 8)).astype(int))
+    if rows is None:  # present records only: an absent record's fields never reach a gradient
+        present = np.flatnonzero(np.asarray(dataset.mask) > 0)
+        if present.size == 0:
+            return
+        rows = present[np.unique(np.linspace(0, present.size - 1, min(present.size, 8)).astype(int))]
     with jax.enable_x64(True):
         fields = {k: np.asarray(v)[rows] for k, v in dataset.fields.items()}
         floats = {k: (np.asarray(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)) for k, v in fields.items()}
