@@ -237,7 +237,7 @@ def _repeated_call(records: int, pairs: int, steps: int, seed: int) -> dict:
 
 def _figure1_epoch(n: int, pairs_list, seed: int) -> list:
     from dpjax import run_coupled
-    from dpjax.experiments.sgld_interim_mc import eq7_coupled_setup, figure1_c
+    from dpjax.experiments.sgld_interim.monte_carlo import eq7_coupled_setup, figure1_c
 
     rows = []
     _, model, pair, sampler, prior = eq7_coupled_setup(n, c=figure1_c(n), alpha=0.1, beta=1.0, x_high=1.8)
