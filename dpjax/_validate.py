@@ -94,7 +94,9 @@ def integer(name: str, value: Any, rule: str | None = None) -> int:
     """``value`` as an int if it is an integer (Python, numpy or 0-d integer array; not bool or
     float); raises ``TypeError`` naming ``name`` otherwise."""
     if not _is_integer(value):
-        raise ArgumentKindError(f"{name}={_fmt(value)} violates {rule or name + ' an integer'}: {name} must be an integer, got {_kind(value)}")
+        # a whole float is shown with its ".0" here ("steps=1.0 ... got float", never "steps=1")
+        shown = repr(value) if isinstance(value, float) else _fmt(value)
+        raise ArgumentKindError(f"{name}={shown} violates {rule or name + ' an integer'}: {name} must be an integer, got {_kind(value)}")
     return int(value)
 
 
@@ -150,8 +152,10 @@ def finite_array(name: str, value: Any) -> np.ndarray:
 
 def one_of(name: str, value: Any, allowed) -> Any:
     try:
-        known = value in allowed
-    except TypeError:  # unhashable values against a set
+        # an array compared with a name is an array of booleans: not a choice either
+        known = isinstance(value, str) if all(isinstance(a, str) for a in allowed) else True
+        known = known and bool(value in allowed)
+    except (TypeError, ValueError):  # unhashable values against a set, arrays against names
         known = False
     if not known:
         raise ValueError(f"{name}={_fmt(value)} is not one of {sorted(allowed)}")
@@ -249,3 +253,20 @@ def arguments(**kinds: str):
         return checked
 
     return decorate
+
+
+def record_steps(record_steps: Any, num_steps: int) -> np.ndarray:
+    """The sorted distinct steps 0 <= t <= ``num_steps`` at which a coupled run records its chains
+    (``None``: the last step only), for :func:`dpjax.run_coupled` and
+    :func:`dpjax.samplers.mala.run_metropolis_pair`."""
+    if record_steps is None:
+        return np.array([num_steps])
+    try:
+        steps = np.atleast_1d(np.asarray(record_steps))
+    except (ValueError, TypeError):  # ragged
+        steps = np.zeros((0,))
+    if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size == 0:
+        raise ValueError(f"record_steps={record_steps!r} must be a non-empty 1-D sequence of integers")
+    if steps.min() < 0 or steps.max() > num_steps:
+        raise ValueError(f"record_steps must satisfy 0 <= t <= num_steps = {num_steps}; got min {steps.min()} max {steps.max()}")
+    return np.unique(steps)

@@ -7,6 +7,11 @@ Subcommands are registries of modules so each result lives in its own module:
 and ``run(args) -> dict``. Only the chosen module is imported (JAX start-up costs seconds), and
 the one-line descriptions in ``--help`` are read from the modules' docstrings without
 importing them.
+
+Start-up: ``dpjax --help`` must answer in well under a second, so this module imports only the
+standard library at the top (``import dpjax`` itself is lazy, see :mod:`dpjax`); numpy, JAX and
+a command's modules are imported when that command runs (or adds its flags). A test runs
+``dpjax --help`` in a fresh interpreter and checks that neither jax nor numpy was imported.
 """
 from __future__ import annotations
 
@@ -14,33 +19,33 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import inspect
 import json
 import math
 import re
 import sys
 import time
+import tokenize
 from pathlib import Path
 
-import numpy as np
-
-# NAME on the command line -> module under dpjax.experiments
+# NAME on the command line -> module under dpjax.experiments (a package per paper)
 EXPERIMENTS = {
-    "sgld-interim": "sgld_interim",
-    "girsanov-quadratic": "girsanov_quadratic",
-    "gibbs-gaussian-mean": "gibbs_gaussian_mean",
-    "contamination-mean": "contamination_mean",
-    "contamination-logistic": "contamination_logistic",
-    "contamination-linear": "contamination_linear",
-    "contamination-cauchy": "contamination_cauchy",
-    "contamination-mean-estimation": "contamination_mean_estimation",
-    "expfam-beta": "expfam_beta",
-    "mcmc-asymptotic": "mcmc_asymptotic",
-    "noisy-monte-carlo": "noisy_monte_carlo",
-    "wasserstein-bound": "wasserstein_bound",
-    "sgld-interim-proof": "sgld_interim_proof",
-    "girsanov-double-well": "girsanov_double_well",
-    "expfam-glm": "expfam_glm",
-    "gibbs-lmc": "gibbs_lmc",
+    "sgld-interim": "sgld_interim.figure1",
+    "girsanov-quadratic": "girsanov.quadratic",
+    "gibbs-gaussian-mean": "gibbs.gaussian_mean",
+    "contamination-mean": "contamination.mean",
+    "contamination-logistic": "contamination.logistic",
+    "contamination-linear": "contamination.linear",
+    "contamination-cauchy": "contamination.cauchy",
+    "contamination-mean-estimation": "contamination.mean_estimation",
+    "expfam-beta": "expfam.beta",
+    "mcmc-asymptotic": "girsanov.mcmc_asymptotic",
+    "noisy-monte-carlo": "girsanov.noisy_monte_carlo",
+    "wasserstein-bound": "sgld_interim.wasserstein_bound",
+    "sgld-interim-proof": "sgld_interim.proof",
+    "girsanov-double-well": "girsanov.double_well",
+    "expfam-glm": "expfam.glm",
+    "gibbs-lmc": "gibbs.lmc",
     "breast-cancer-audit": "breast_cancer_audit",
 }
 BENCHMARKS = {
@@ -52,6 +57,9 @@ BENCHMARKS = {
     "gpu": "gpu",
     "contamination": "contamination",
     "mlp": "mlp",
+    "startup": "startup",
+    "last-iterate": "last_iterate",
+    "audit": "audit",
 }
 
 
@@ -60,6 +68,8 @@ def to_jsonable(obj):
 
     Non-finite floats become the strings "inf", "-inf", "nan" so the file stays valid JSON.
     """
+    import numpy as np  # here, not at the top: `dpjax --help` must not pay for it
+
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -92,13 +102,26 @@ def _load(package: str, module: str):
     return importlib.import_module(f"dpjax.{package}.{module}")
 
 
+def _module_docstring(path: Path):
+    """A module's docstring, read from the first tokens of its source (parsing the whole module
+    with ``ast`` for each of two dozen results cost a third of a second of ``--help``)."""
+    with open(path, encoding="utf-8") as fh:
+        for token in tokenize.generate_tokens(fh.readline):
+            if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENCODING):
+                continue
+            if token.type == tokenize.STRING:
+                return inspect.cleandoc(ast.literal_eval(token.string))
+            return None
+    return None
+
+
 def _description(package: str, module: str) -> str:
     """The first sentence of a module's docstring, read from its source without importing it
     (so ``--help`` stays fast), with the ``dpjax reproduce NAME``: prefix and RST markup removed."""
     try:
         spec = importlib.util.find_spec(f"dpjax.{package}.{module}")
-        doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text(encoding="utf-8"))) if spec and spec.origin else None
-    except (ImportError, OSError, SyntaxError, ValueError):
+        doc = _module_docstring(Path(spec.origin)) if spec and spec.origin else None
+    except (ImportError, OSError, SyntaxError, ValueError, tokenize.TokenError):
         doc = None
     if not doc:
         return ""
@@ -156,6 +179,7 @@ def _cmd_demo(args) -> int:
 
 # (command, name) -> the subparser whose module adds its own flags when it is chosen
 _SUBPARSERS: dict = {}
+_DEMO_PARSER: list = []  # the demo's subparser: dpjax.demo adds its flags when it is chosen
 
 
 DESCRIPTION = (
@@ -170,10 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo_help = "paper 000's story at reduced n in under a minute: a private posterior, a leaky interim SGLD iterate"
     demo = sub.add_parser("demo", help=demo_help, description=demo_help[:1].upper() + demo_help[1:] + ".")
-    from .demo import add_arguments as demo_args  # light: the demo imports JAX only when run
-
-    demo_args(demo)
-    demo.set_defaults(func=_cmd_demo)
+    demo.set_defaults(func=_cmd_demo)  # its flags are added when it is chosen (it imports numpy)
+    _DEMO_PARSER[:] = [demo]
 
     rep_help = "regenerate a paper result (or the real-data audit): writes OUT/NAME.json and OUT/NAME.png"
     rep = sub.add_parser(
@@ -225,14 +247,20 @@ def _add_module_arguments(parser: argparse.ArgumentParser, argv) -> None:
     """Import only the chosen result's (or benchmark's) module and let it add its flags.
 
     Importing every experiment up front costs seconds of JAX start-up per command, so the
-    subcommand is read off the command line first: ``dpjax reproduce NAME ...`` or
-    ``dpjax bench NAME ...`` (neither the top level nor ``reproduce``/``bench`` take options
-    before NAME). Anything else (``--help``, a typo) is left to the full parse, which prints
+    subcommand is read off the command line first: ``dpjax demo ...``, ``dpjax reproduce NAME
+    ...`` or ``dpjax bench NAME ...`` (neither the top level nor ``reproduce``/``bench`` take
+    options before NAME). Anything else (``--help``, a typo) is left to the full parse, which prints
     help or one clear error.
     """
-    if len(argv) < 2 or argv[0] not in ("reproduce", "bench"):
+    if argv[:1] == ["demo"]:  # part of every build: an ImportError here is a real error
+        from .demo import add_arguments
+
+        add_arguments(_DEMO_PARSER[0])
         return
-    command, name = argv[0], argv[1]
+    if len(argv) >= 2 and argv[0] in ("reproduce", "bench"):
+        command, name = argv[0], argv[1]
+    else:
+        return
     sub = _SUBPARSERS.get((command, name))
     if sub is None:
         return
@@ -251,7 +279,28 @@ def main(argv=None) -> int:
     missing = getattr(args, "_missing", None)
     if missing:
         parser.error(f"{args.command} {args.name} is not available in this build: {missing}")
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ImportError as err:
+        package = _missing_package(err)
+        if package is None:  # dpjax's own import broke: a bug, keep the traceback
+            raise
+        command = " ".join(str(part) for part in (args.command, getattr(args, "name", None)) if part)
+        advice = "" if "pip install" in str(err) else f"; install it (pip install {package})"
+        print(f"dpjax {command}: {err}{advice}", file=sys.stderr)
+        return 1
+
+
+def _missing_package(err: ImportError):
+    """The third-party package whose absence caused ``err`` (the error or its cause is a
+    ModuleNotFoundError outside dpjax), else None. A missing optional dependency, e.g.
+    scikit-learn for the real-data audit, is then one line on stderr, not two tracebacks."""
+    seen = err
+    while seen is not None:
+        if isinstance(seen, ModuleNotFoundError) and seen.name and seen.name.split(".")[0] != "dpjax":
+            return seen.name.split(".")[0]
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -109,23 +109,11 @@ def _validate_pair(pair: Any, model: Model) -> None:
         raise ValueError(f"pair.index={pair.index} but the datasets differ in record {checked.index}")
 
 
-def _record_steps(record_steps, num_steps: int) -> np.ndarray:
-    if record_steps is None:
-        return np.array([num_steps])
-    steps = np.atleast_1d(np.asarray(record_steps))
-    if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size == 0:
-        raise ValueError(f"record_steps={record_steps!r} must be a non-empty 1-D sequence of integers")
-    if steps.min() < 0 or steps.max() > num_steps:
-        raise ValueError(f"record_steps must satisfy 0 <= t <= num_steps = {num_steps}; got min {steps.min()} max {steps.max()}")
-    return np.unique(steps)
-
-
 def _check_init(init, num_pairs: int, dim: int):
     """Validate a non-callable init; returns a float64 numpy array (d,) or (K, d), or None."""
     if init is None or callable(init):
         return None
-    x0 = np.asarray(init, dtype=np.float64)
-    _validate.finite_array("init", x0)
+    x0 = _validate.finite_array("init", _validate.real_array("init", init))
     if x0.shape not in ((dim,), (num_pairs, dim)):
         raise ValueError(f"init has shape {x0.shape}; it must be ({dim},), ({num_pairs}, {dim}), a callable key -> ({dim},), or None")
     return x0
@@ -189,8 +177,10 @@ def run_coupled(
         raise TypeError(f"sampler={type(sampler).__name__} must be a dpjax.samplers.LangevinSampler (ula / sgld / cyclic_sgld)")
     if unroll is not None:
         unroll = _validate.positive_int("unroll", unroll)
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress={progress!r:.80} violates the rule that progress is True or False (show a progress bar or not)")
     _validate_pair(pair, model)
-    steps = _record_steps(record_steps, num_steps)
+    steps = _validate.record_steps(record_steps, num_steps)
     n, dim = pair.dataset.num_slots, model.dim
     sampler.validate(n, num_steps)
     given = _check_init(init, num_pairs, dim)
@@ -199,7 +189,7 @@ def run_coupled(
         if shape != (dim,):
             raise ValueError(f"init(key) returned shape {shape}; it must return a position of shape ({dim},)")
     mesh = runner.check_mesh(mesh)
-    runner.choose_engine(engine, model, sampler)  # an impossible engine choice fails before any compute
+    runner.choose_engine(engine, runner.recognised_model(engine, model, pair), sampler)  # an impossible engine choice fails before any compute
 
     bar = None
     if progress:

@@ -11,6 +11,7 @@ adjacency ("replace-one" or "add-remove").
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, Mapping
 
 import jax
@@ -55,12 +56,33 @@ class Dataset:
         return {k: v[index] for k, v in self.fields.items()}
 
 
-def make_dataset(mask: Any = None, **fields: Any) -> Dataset:
-    """Build a validated :class:`Dataset` from named arrays with a common leading axis.
+def make_dataset(*args: Any, mask: Any = None, **fields: Any) -> Dataset:
+    """Build a validated :class:`Dataset` from named arrays with a common leading axis,
+    e.g. ``make_dataset(x=features, y=labels)`` or ``make_dataset(x=features, mask=present)``.
 
-    Raises ``ValueError`` when fields have different record counts, when a value is not
-    finite, or when the mask is not 0/1 of the right length.
+    ``mask`` (keyword only; default all ones): 1 for a present record, 0 for a removed one.
+    The old call ``make_dataset(mask, x=...)``, with the mask as the only positional argument,
+    still works for one release with a ``DeprecationWarning``; a positional argument without
+    named fields (``make_dataset(features)``) is a ``TypeError``, since a dataset's fields need
+    names. Raises ``ValueError`` when fields have different record counts, when a value is not
+    finite, or when the mask is not 0/1 of the right length; ``TypeError`` for a field or mask
+    that is not an array of numbers.
     """
+    from_position = False
+    if args:
+        if len(args) == 1 and fields and mask is None:
+            warnings.warn(
+                "make_dataset(mask, **fields): the mask as a positional argument is deprecated and will be removed "
+                "in the next release; pass it by name, make_dataset(x=..., mask=...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            mask, from_position = args[0], True
+        else:
+            raise ArgumentKindError(
+                f"make_dataset got {len(args)} positional argument(s) {_short(args)}; it takes the fields by name, "
+                "e.g. make_dataset(x=features, y=labels), and the mask as mask=..."
+            )
     if not fields:
         raise ValueError("make_dataset needs at least one field, e.g. make_dataset(x=..., y=...)")
     arrays = {}
@@ -89,12 +111,35 @@ def make_dataset(mask: Any = None, **fields: Any) -> Dataset:
     if mask is None:
         mask_arr = np.ones(n)
     else:
-        mask_arr = np.asarray(mask, dtype=float)
+        hint = " (it was the positional argument: pass fields by name, e.g. make_dataset(x=...))" if from_position else ""
+        try:
+            mask_arr = np.asarray(mask)
+            ok = mask_arr.dtype.kind in "biuf"
+        except (ValueError, TypeError):  # ragged
+            ok = False
+        if isinstance(mask, (str, bytes)) or not ok:
+            raise ArgumentKindError(f"mask={_short(mask)} violates the rule that mask is an array of 0 (removed) and 1 (present), one per record{hint}")
+        mask_arr = mask_arr.astype(float)
         if mask_arr.shape != (n,):
-            raise ValueError(f"mask has shape {mask_arr.shape}; it must have shape ({n},), one entry per record")
+            raise ValueError(f"mask has shape {mask_arr.shape}; it must have shape ({n},), one entry per record{hint}")
         if not np.all((mask_arr == 0) | (mask_arr == 1)):
-            raise ValueError("mask must contain only 0 (removed) and 1 (present)")
+            raise ValueError(f"mask must contain only 0 (removed) and 1 (present){hint}")
     return Dataset(fields=arrays, mask=_device_array(mask_arr))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check_dataset(name: str, value: Any) -> "Dataset":
+    """``value`` if it is a :class:`Dataset`; else a TypeError naming ``name``."""
+    if not isinstance(value, Dataset):
+        raise ArgumentKindError(
+            f"{name}={_short(value)} violates the rule that {name} is a dpjax Dataset (build one with "
+            f"dpjax.make_dataset(x=..., y=...)); got {type(value).__name__}"
+        )
+    return value
 
 
 def _device_array(arr: np.ndarray) -> jax.Array:
@@ -130,14 +175,25 @@ class NeighbouringPair:
 
 def replace_one(dataset: Dataset, index: int, record: Mapping[str, Any]) -> NeighbouringPair:
     """D' = D with record ``index`` replaced by ``record`` (replace-one adjacency)."""
+    _check_dataset("dataset", dataset)
     index = _check_index(index, dataset.num_slots)
+    if not isinstance(record, Mapping):
+        raise ArgumentKindError(
+            f"record={_short(record)} violates the rule that record is a mapping from field name to value, "
+            f"e.g. {{{', '.join(repr(k) + ': ...' for k in dataset.fields)}}}; got {type(record).__name__}"
+        )
     missing = set(dataset.fields) - set(record)
     extra = set(record) - set(dataset.fields)
     if missing or extra:
         raise ValueError(f"record has fields {sorted(record)}; it must have exactly the dataset's fields {sorted(dataset.fields)}")
     new_fields = {}
     for name, arr in dataset.fields.items():
-        value = np.asarray(record[name])
+        try:
+            value = np.asarray(record[name])
+        except (ValueError, TypeError):
+            value = None
+        if isinstance(record[name], (str, bytes)) or value is None or value.dtype.kind not in "biuf":
+            raise ArgumentKindError(f"record[{name!r}]={_short(record[name])} violates the rule that a field's value is a number or an array of numbers")
         if value.shape != arr.shape[1:]:
             raise ValueError(f"record[{name!r}] has shape {value.shape}; it must have shape {arr.shape[1:]}")
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
@@ -150,6 +206,7 @@ def replace_one(dataset: Dataset, index: int, record: Mapping[str, Any]) -> Neig
 
 def add_remove(dataset: Dataset, index: int) -> NeighbouringPair:
     """D' = D without record ``index`` (add/remove adjacency, static shapes via the mask)."""
+    _check_dataset("dataset", dataset)
     index = _check_index(index, dataset.num_slots)
     if float(dataset.mask[index]) != 1.0:
         raise ValueError(f"record {index} is already removed (mask 0); add_remove needs a present record")
@@ -163,8 +220,10 @@ def make_pair(dataset: Dataset, neighbour: Dataset, adjacency: str = "replace-on
 
     Raises ``ValueError`` when they differ in no record or in more than one.
     """
-    if adjacency not in ADJACENCIES:
-        raise ValueError(f"adjacency={adjacency!r} is not one of {ADJACENCIES}")
+    _check_dataset("dataset", dataset)
+    _check_dataset("neighbour", neighbour)
+    if not isinstance(adjacency, str) or adjacency not in ADJACENCIES:
+        raise ValueError(f"adjacency={_short(adjacency)} is not one of {ADJACENCIES}")
     if set(dataset.fields) != set(neighbour.fields) or dataset.num_slots != neighbour.num_slots:
         raise ValueError("dataset and neighbour must have the same fields and the same number of record slots")
     differs = np.asarray(dataset.mask) != np.asarray(neighbour.mask)

@@ -15,7 +15,7 @@ What the demo computes, all at the same delta:
 - the posterior sample's exact eps (Lemma 4.1's closed forms: 0 here) and paper 000's Lemma
   4.3 bound on it (an upper bound, loose at this n);
 - the exact eps of the SGLD iterate at every epoch end (a Gaussian on D against an n-component
-  mixture on D'; :mod:`dpjax.accountants.cyclic_sgld`);
+  mixture on D'; :mod:`dpjax.accountants.samplers.cyclic_sgld`);
 - certified 95% lower bounds on that eps at several epochs, from coupled chain pairs
   (:func:`dpjax.run_coupled` + :func:`~dpjax.estimators.epsilon_lower_bound`): they must lie
   below the exact curve (Bonferroni: all of them together with 95% confidence), and at the
@@ -62,7 +62,7 @@ def _girsanov_path_bound(problem, epochs: int, delta: float):
     only contract towards m*) |c - theta| <= c + 6/sqrt(alpha). The path constant is then
     C = beta_noise * (epochs * gamma) * h_max^2 with inverse temperature 1.
     """
-    from .accountants.girsanov import prop45_path
+    from .accountants.samplers.girsanov import prop45_path
 
     gamma = problem.eta / 2.0
     h_max = problem.n * problem.beta * (problem.x_high**2 - problem.x_low**2) * (abs(problem.c) + 6.0 / math.sqrt(problem.alpha))
@@ -98,11 +98,11 @@ def compute_demo(args) -> dict:
     lower bounds, the path numbers, the takeaway and the figure's path)."""
     from . import _validate
     from . import run_coupled
-    from .accountants import cyclic_sgld as cs
-    from .accountants import mixture as mx
-    from .accountants import posterior as post
+    from .accountants.samplers import cyclic_sgld as cs
+    from .accountants.mechanisms import mixture as mx
+    from .accountants.posterior import gaussian as post
     from .estimators import epsilon_lower_bound, privacy_loss_profile
-    from .experiments.sgld_interim_mc import eq7_coupled_setup
+    from .experiments.sgld_interim.monte_carlo import eq7_coupled_setup
 
     n = _validate.positive_int("n", args.n)
     num_epochs = _validate.positive_int("epochs", args.epochs)

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce contamination-cauchy` from a checkout: `python experiments/contamination_cauchy.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.contamination_cauchy` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.contamination.cauchy` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce contamination-linear` from a checkout: `python experiments/contamination_linear.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.contamination_linear` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.contamination.linear` (importable: `add_arguments`, `run`).
 """
 import sys
 

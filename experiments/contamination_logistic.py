@@ -1,6 +1,6 @@
 """Run `dpjax reproduce contamination-logistic` from a checkout: `python experiments/contamination_logistic.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.contamination_logistic` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.contamination.logistic` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce contamination-mean` from a checkout: `python experiments/contamination_mean.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.contamination_mean` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.contamination.mean` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce contamination-mean-estimation` from a checkout: `python experiments/contamination_mean_estimation.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.contamination_mean_estimation` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.contamination.mean_estimation` (importable: `add_arguments`, `run`).
 """
 import sys
 

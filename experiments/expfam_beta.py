@@ -1,6 +1,6 @@
 """Run `dpjax reproduce expfam-beta` from a checkout: `python experiments/expfam_beta.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.expfam_beta` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.expfam.beta` (importable: `add_arguments`, `run`).
 """
 import sys
 

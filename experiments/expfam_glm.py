@@ -1,6 +1,6 @@
 """Run `dpjax reproduce expfam-glm` from a checkout: `python experiments/expfam_glm.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.expfam_glm` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.expfam.glm` (importable: `add_arguments`, `run`).
 """
 import sys
 

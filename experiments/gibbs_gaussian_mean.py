@@ -1,6 +1,6 @@
 """Run `dpjax reproduce gibbs-gaussian-mean` from a checkout: `python experiments/gibbs_gaussian_mean.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.gibbs_gaussian_mean` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.gibbs.gaussian_mean` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce gibbs-lmc` from a checkout: `python experiments/gibbs_lmc.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.gibbs_lmc` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.gibbs.lmc` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce girsanov-double-well` from a checkout: `python experiments/girsanov_double_well.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.girsanov_double_well` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.girsanov.double_well` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce girsanov-quadratic` from a checkout: `python experiments/girsanov_quadratic.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.girsanov_quadratic` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.girsanov.quadratic` (importable: `add_arguments`, `run`).
 """
 import sys
 

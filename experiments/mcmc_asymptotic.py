@@ -1,6 +1,6 @@
 """Run `dpjax reproduce mcmc-asymptotic` from a checkout: `python experiments/mcmc_asymptotic.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.mcmc_asymptotic` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.girsanov.mcmc_asymptotic` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce noisy-monte-carlo` from a checkout: `python experiments/noisy_monte_carlo.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.noisy_monte_carlo` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.girsanov.noisy_monte_carlo` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce sgld-interim` from a checkout: `python experiments/sgld_interim.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.sgld_interim` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.sgld_interim.figure1` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce sgld-interim-proof` from a checkout: `python experiments/sgld_interim_proof.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.sgld_interim_proof` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.sgld_interim.proof` (importable: `add_arguments`, `run`).
 """
 import sys
 

@@ -1,6 +1,6 @@
 """Run `dpjax reproduce wasserstein-bound` from a checkout: `python experiments/wasserstein_bound.py --out DIR [flags]`.
 
-The code lives in :mod:`dpjax.experiments.wasserstein_bound` (importable: `add_arguments`, `run`).
+The code lives in :mod:`dpjax.experiments.sgld_interim.wasserstein_bound` (importable: `add_arguments`, `run`).
 """
 import sys
 

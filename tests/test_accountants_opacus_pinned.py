@@ -40,7 +40,7 @@ def x64():
 def test_rdp_epsilon_and_order_equal_opacus_at_its_orders(config):
     sigma, q, steps = config
     eps, order, _ = OPACUS[config]
-    curve = noisy_sgd_curve(steps, sigma, q, orders=np.array(OPACUS_ORDERS))
+    curve = noisy_sgd_curve(sigma, q, steps, orders=np.array(OPACUS_ORDERS))
     # the same closed forms in float64: agreement to summation order (observed <= 7e-12)
     assert float(curve.epsilon(DELTA)) == pytest.approx(eps, rel=1e-10)
     assert float(curve.optimal_order(DELTA)) == order

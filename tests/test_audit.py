@@ -7,7 +7,7 @@ import pytest
 import dpjax
 from dpjax import samplers
 from dpjax.accountants import PrivacyCurve, Provenance
-from dpjax.accountants.girsanov import thm54_ula_path
+from dpjax.accountants.samplers.girsanov import thm54_ula_path
 from dpjax.audit import PrivacyViolationWarning, audit
 from dpjax.models.gaussian_mean import gaussian_mean, gaussian_mean_dataset
 from scipy import optimize, stats

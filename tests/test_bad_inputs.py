@@ -30,7 +30,12 @@ import dpjax
 from dpjax import data as D
 from dpjax import models as M
 from dpjax import samplers as S
-from dpjax.accountants import conversions, exact, expfam, gaussian, gaussian_divergence as gd, gibbs, girsanov, mixture, noisy_sgd, posterior
+from dpjax.accountants import conversions
+from dpjax.accountants.posterior import gaussian as posterior
+from dpjax.accountants.samplers import exact, girsanov
+from dpjax.accountants.posterior import expfam, gibbs
+from dpjax.accountants.mechanisms import gaussian, gaussian_divergence as gd, mixture
+from dpjax.accountants.composition import rdp as noisy_sgd
 from dpjax.accountants.curve import PrivacyCurve, Provenance
 from dpjax.audit import audit as dpjax_audit
 from dpjax.estimators import epsilon_estimate, epsilon_lower_bound, oracle_lower_bound, privacy_loss_profile, renyi_estimate, resolution_ceiling
@@ -134,7 +139,7 @@ REGISTRY = [
     E("gaussian_renyi", gd.gaussian_renyi, dict(mean1=[0.0], cov1=[[1.0]], mean2=[1.0], cov2=[[1.5]], order=2.0)),
     E("gaussian_kl", gd.gaussian_kl, dict(mean1=[0.0], cov1=[[1.0]], mean2=[1.0], cov2=[[1.5]])),
     # noisy SGD
-    E("noisy_sgd_curve", noisy_sgd.noisy_sgd_curve, dict(num_steps=10, noise_multiplier=1.0, sampling_rate=0.1, adjacency="add_remove")),
+    E("noisy_sgd_curve", noisy_sgd.noisy_sgd_curve, dict(noise_multiplier=1.0, sampling_rate=0.1, steps=10, adjacency="add-remove")),
     E("langevin_noise_multiplier", noisy_sgd.langevin_noise_multiplier, dict(step_size=0.1, inverse_temperature=1.0, clip_norm=1.0, gradient_scale=10.0)),
     # Girsanov (paper 001)
     E("girsanov_rdp", girsanov.girsanov_rdp, dict(constant=0.5, orders=[2.0, 3.0])),
@@ -175,6 +180,15 @@ REGISTRY = [
     E("equal_weight_mixture", mixture.equal_weight_mixture, dict(means=[0.0, 1.0], sds=[1.0, 1.0])),
     E("mixture_epsilon", lambda **k: mixture.mixture_epsilon(mix=MIX, **k), dict(sd=1.0, delta=0.01)),
     E("mixture_renyi", lambda **k: mixture.mixture_renyi(mix=MIX, **k), dict(sd=1.0, order=2.0)),
+    # the released last iterate (issue 22)
+    E("last_iterate_curve", dpjax.accountants.last_iterate_curve,
+      dict(step_size=0.1, noise_std=1.0, steps=10, dataset_size=20, gradient_sensitivity=2.0, smoothness=1.0, strong_convexity=0.1,
+           diameter=3.0, batching="cyclic", batch_size=4, method="auto")),
+    E("last_iterate_gdp_mu", dpjax.accountants.last_iterate_gdp_mu,
+      dict(step_size=0.1, noise_std=1.0, steps=10, dataset_size=20, gradient_sensitivity=2.0, smoothness=1.0, strong_convexity=0.1,
+           diameter=3.0, batching="shuffled", batch_size=4)),
+    E("sampler_last_iterate_curve", lambda **k: dpjax.accountants.sampler_last_iterate_curve(M.gaussian_mean(), PAIR, S.ula(0.05), **k),
+      dict(num_steps=10, method="auto")),
     # sweeps
 ]
 

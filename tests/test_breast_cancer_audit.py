@@ -14,7 +14,7 @@ from scipy import special, stats
 pytest.importorskip("sklearn")
 
 from dpjax import samplers  # noqa: E402
-from dpjax.accountants.noisy_sgd import DEFAULT_ORDERS, langevin_noise_multiplier  # noqa: E402
+from dpjax.accountants.composition.rdp import DEFAULT_ORDERS, langevin_noise_multiplier  # noqa: E402
 from dpjax.experiments import breast_cancer_audit as bca  # noqa: E402
 
 PRIOR_SCALE = 3.0

@@ -5,8 +5,8 @@ import argparse
 
 import numpy as np
 
-from dpjax.experiments import _contamination_regression as common
-from dpjax.experiments import contamination_cauchy, contamination_logistic
+from dpjax.experiments.contamination import _regression as common
+from dpjax.experiments.contamination import cauchy as contamination_cauchy, logistic as contamination_logistic
 
 
 def tiny_args(module, *extra):

@@ -156,7 +156,7 @@ def test_record_space_grid_and_validation():
 def test_experiment_argument_errors():
     import argparse
 
-    from dpjax.experiments import contamination_logistic as cl
+    from dpjax.experiments.contamination import logistic as cl
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from dpjax.experiments import contamination_mean as cm
+from dpjax.experiments.contamination import mean as cm
+from dpjax.experiments.contamination._arguments import int_list
 
 
 def tiny_args(**overrides):
@@ -89,7 +90,7 @@ def test_argument_errors():
     with pytest.raises(SystemExit):
         parser.parse_args(["--n-values", "100,x"])
     with pytest.raises(argparse.ArgumentTypeError, match="every n must be an integer >= 2"):
-        cm._int_list("1,100")
+        int_list("1,100")
 
 
 def test_cli_registers_the_experiment():

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpjax.experiments import _contaminated_rwm as rwm
-from dpjax.experiments import _private_mean as pm
-from dpjax.experiments import contamination_mean_estimation as cme
+from dpjax.experiments.contamination import _rwm as rwm
+from dpjax.experiments.contamination import _private_mean as pm
+from dpjax.experiments.contamination import mean_estimation as cme
 
 
 def _data(n, seed=0):
@@ -122,7 +122,7 @@ def test_mechanisms_are_eps_hat_dp_by_dp_accounting():
     from dp_accounting import dp_event
     from dp_accounting.pld import pld_privacy_accountant
 
-    from dpjax.accountants.contamination import zcdp_budget
+    from dpjax.experiments.contamination.theory import zcdp_budget
 
     def pld_epsilon(ledger, delta):
         acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
@@ -267,7 +267,7 @@ def test_gaussian_composition_rho_is_tight():
     """The tight rho's mu = sqrt(2 rho) gives back eps at delta by dpjax's analytic Gaussian
     (Balle & Wang), and it lies between the exact and the paper's zCDP readings at Table 1's n = 1000."""
     from dpjax.accountants import analytic_gaussian_epsilon
-    from dpjax.accountants.contamination import zcdp_budget
+    from dpjax.experiments.contamination.theory import zcdp_budget
 
     for eps, delta in ((3.2, 1e-3), (1.1, 1e-4), (0.189, 2e-6)):
         rho = pm.gaussian_composition_rho(eps, delta)
@@ -292,7 +292,7 @@ def _tiny_args(**overrides):
 
 
 def test_tiny_run_structure_budgets_and_claims():
-    from dpjax.accountants.contamination import zcdp_budget
+    from dpjax.experiments.contamination.theory import zcdp_budget
 
     results, fig = cme.run(_tiny_args())
     assert fig is not None and results["n"] == [100, 1000]

@@ -10,7 +10,7 @@ import pytest
 
 from dpjax.cli import main, to_jsonable
 from dpjax.estimators.contamination_rate import decay_rate_fit
-from dpjax.experiments import _contamination_regression as common
+from dpjax.experiments.contamination import _regression as common
 
 FIT_ARGS = argparse.Namespace(rate_exponent=0.125, extrapolate_to=1e7, quantile=0.99, seed=0)
 
@@ -73,7 +73,7 @@ def test_different_K_is_recorded_per_n_and_dims_are_united():
 
 
 def test_headline_and_figure_name_each_n_with_its_own_K():
-    from dpjax.experiments import contamination_logistic
+    from dpjax.experiments.contamination import logistic as contamination_logistic
 
     a = fake_run("logistic", [1000, 3000], K=40)
     b = fake_run("logistic", [10000], K=20)

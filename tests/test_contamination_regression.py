@@ -348,8 +348,8 @@ def test_epsilon_for_dataset_matches_numpy_brute_force(kind, p):
 
 def test_algorithm1_log_eta_below_lemma14_bound():
     """Lemma 14 (paper 003): log eta_n <= 2 (1 - p) T psi / p with T from
-    :func:`dpjax.accountants.contamination.lemma14_T`: the searched sup/inf respect the closed form."""
-    from dpjax.accountants.contamination import box_psi, lemma14_log_eta_bound, lemma14_T
+    :func:`dpjax.experiments.contamination.theory.lemma14_T`: the searched sup/inf respect the closed form."""
+    from dpjax.experiments.contamination.theory import box_psi, lemma14_log_eta_bound, lemma14_T
 
     eta, _ = jitted("linear")
     for shift, phi, p in ((0.1, 0.3, 0.4), (-0.02, 0.05, 0.2)):

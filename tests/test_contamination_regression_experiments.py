@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from dpjax.experiments import _contamination_regression as common
-from dpjax.experiments import contamination_cauchy, contamination_linear
+from dpjax.experiments.contamination import _regression as common
+from dpjax.experiments.contamination import cauchy as contamination_cauchy, linear as contamination_linear
 
 
 def tiny_args(module, *extra):
@@ -77,7 +77,7 @@ def test_argument_errors_and_cli_registration():
     _add_module_arguments(parser, argv)
     assert parser.parse_args(argv).dims == [5, 10]  # on its own: the paper's two dimensions
     # inside contamination-mean the logistic comparison keeps one d (its theta*'s)
-    from dpjax.experiments import contamination_mean
+    from dpjax.experiments.contamination import mean as contamination_mean
 
     parser = argparse.ArgumentParser()
     contamination_mean.add_arguments(parser)

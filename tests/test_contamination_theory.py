@@ -1,4 +1,4 @@
-"""Paper 003's closed forms (dpjax.accountants.contamination): Theorem 4's (eps_n, delta_n),
+"""Paper 003's closed forms (dpjax.experiments.contamination.theory): Theorem 4's (eps_n, delta_n),
 Lemma 14's T_n and bound, Theorem 5's Fisher information, against the printed constants,
 50-digit mpmath, dense grids, and the log-likelihood ratio itself at random records."""
 import math
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from dpjax.accountants import contamination as C
+from dpjax.experiments.contamination import theory as C
 
 
 def test_printed_constants():

@@ -11,7 +11,7 @@ import pytest
 
 from dpjax import _display
 from dpjax.accountants import PrivacyCurve, Provenance
-from dpjax.accountants.girsanov import thm54_ula_path
+from dpjax.accountants.samplers.girsanov import thm54_ula_path
 from dpjax.audit import COLUMNS, AuditReport
 from dpjax.coupled import CoupledResult
 from dpjax.estimators import epsilon_estimate, epsilon_lower_bound, privacy_loss_profile, renyi_estimate

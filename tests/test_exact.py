@@ -5,8 +5,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpjax.accountants import exact as ex
-from dpjax.accountants import gaussian_divergence as gd
+from dpjax.accountants.samplers import exact as ex
+from dpjax.accountants.mechanisms import gaussian_divergence as gd
 
 
 def _problem(d=3, seed=0):
@@ -147,7 +147,7 @@ def test_errors():
 def test_sgld_fixed_order_maps_reproduce_cyclic_closed_form():
     """Paper 000's cyclic SGLD as per-step quadratic maps (gamma = eta/2, H_k = alpha + n x_k^2 beta,
     g_k = n beta x_k y_k, T = 1) recursed by ``propagate`` vs the epoch-end closed forms."""
-    from dpjax.accountants import cyclic_sgld as cs
+    from dpjax.accountants.samplers import cyclic_sgld as cs
 
     p = cs.CyclicSGLDProblem(n=12, alpha=0.5, beta=1.0, x_high=1.2, x_low=0.5, c=3.0, step_size=0.02)
     quad = lambda x: ([[p.alpha + p.n * x * x * p.beta]], [p.n * p.beta * x * (p.c * x)])

@@ -5,7 +5,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpjax.accountants import cyclic_sgld as cs
+from dpjax.accountants.samplers import cyclic_sgld as cs
 
 PAPER = cs.CyclicSGLDProblem(n=1149019)
 

@@ -5,9 +5,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpjax.accountants import cyclic_sgld as cs
-from dpjax.accountants import gaussian_divergence as gd
-from dpjax.accountants import mixture as mx
+from dpjax.accountants.samplers import cyclic_sgld as cs
+from dpjax.accountants.mechanisms import gaussian_divergence as gd
+from dpjax.accountants.mechanisms import mixture as mx
 
 MIX = mx.equal_weight_mixture([0.3, -0.2, 1.1, 0.5, 0.0], [1.0, 0.8, 1.2, 0.9, 1.05])
 SD = 1.0

@@ -3,7 +3,7 @@ accountant agrees with Monte Carlo from run_coupled on small instances").
 
 Two-dimensional Bayesian linear regression under ULA, replace-one neighbour whose features
 differ (so the two Hessians differ and the two chains' covariances too): the closed-form
-means and covariances of dpjax.accountants.exact.ula_law are compared with the empirical
+means and covariances of dpjax.accountants.samplers.exact.ula_law are compared with the empirical
 moments of 40,000 coupled pairs, each to 5 standard errors, and the exact tight eps of the
 first coordinate with a 95% lower bound from the same chains.
 """
@@ -12,8 +12,8 @@ import pytest
 
 import dpjax
 from dpjax import samplers
-from dpjax.accountants import exact
-from dpjax.accountants.gaussian_divergence import gaussian_epsilon
+from dpjax.accountants.samplers import exact
+from dpjax.accountants.mechanisms.gaussian_divergence import gaussian_epsilon
 from dpjax.estimators import epsilon_lower_bound
 from dpjax.models import bayesian_linear_regression, quadratic_form, regression_dataset
 

@@ -8,8 +8,8 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import betaln, gammaln
 
-from dpjax.accountants import expfam as ef
-from dpjax.accountants.gaussian_divergence import gaussian_renyi
+from dpjax.accountants.posterior import expfam as ef
+from dpjax.accountants.mechanisms.gaussian_divergence import gaussian_renyi
 
 
 def renyi_by_quadrature_beta(a_p, b_p, a_q, b_q, order):

@@ -35,7 +35,7 @@ def result(tmp_path_factory):
 
 
 def test_headline_reports_the_calibrations(result):
-    from dpjax.experiments import expfam_beta
+    from dpjax.experiments.expfam import beta as expfam_beta
     from dpjax.experiments._report import headline_table
 
     rows = expfam_beta.headline(result)

@@ -13,8 +13,11 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpjax.accountants import exact, expfam, gibbs, girsanov, mixture, posterior
-from dpjax.accountants import gaussian_divergence as gd
+from dpjax.accountants.samplers import exact, girsanov
+from dpjax.accountants.posterior import expfam, gibbs
+from dpjax.accountants.mechanisms import mixture
+from dpjax.accountants.posterior import gaussian as posterior
+from dpjax.accountants.mechanisms import gaussian_divergence as gd
 
 
 # ---------------------------------------------------------------------------------------------

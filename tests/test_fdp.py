@@ -21,8 +21,8 @@ from scipy.stats import norm
 
 from dpjax.accountants import PrivacyCurve, Provenance, noisy_sgd_curve
 from dpjax.accountants import fdp
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_delta
-from dpjax.accountants.laplace import laplace_curve
+from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_delta
+from dpjax.accountants.mechanisms.laplace import laplace_curve
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from test_bad_inputs import Entry, problems, run_entry  # noqa: E402
@@ -131,7 +131,7 @@ def test_profile_tradeoff_is_the_sup_over_its_grid_and_never_above_the_truth():
 
 def test_rdp_curve_tradeoff_is_valid_and_at_least_as_tight_as_a_dense_grid():
     sigma = 1.5
-    curve = noisy_sgd_curve(1, sigma, 1.0)  # Gaussian mechanism, RDP through Balle et al.'s conversion
+    curve = noisy_sgd_curve(sigma, 1.0, 1)  # Gaussian mechanism, RDP through Balle et al.'s conversion
     alpha = np.array([1e-6, 1e-3, 0.02, 0.1, 0.3, 0.6, 0.9])
     ours = curve.tradeoff(alpha)
     truth = fdp.gdp_tradeoff(1 / sigma, alpha)
@@ -190,7 +190,7 @@ class ExactGaussianCurve:
         return np.asarray(analytic_gaussian_delta(self.mu, epsilon), dtype=float)
 
     def epsilon(self, delta, conversion="balle"):
-        from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon
+        from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
 
         return np.float64(analytic_gaussian_epsilon(self.mu, float(delta)))
 
@@ -246,11 +246,11 @@ def test_gdp_of_a_gaussian_composition_is_sqrt_t_over_sigma():
     summary = gaussian_profile(mu_t, grid).gdp()
     assert mu_t <= summary.mu <= _step_profile_mu(grid, analytic_gaussian_delta(mu_t, grid), float(summary.epsilon_max)) * (1 + 1.01e-4)
     # and the RDP accountant of the same composition: a looser curve, so a larger mu
-    rdp = noisy_sgd_curve(t, sigma, 1.0).gdp()
+    rdp = noisy_sgd_curve(sigma, 1.0, t).gdp()
     assert rdp.mu >= mu_t
     # check the certificate independently on a fine grid: the curve's delta never exceeds delta_mu
     eps = np.linspace(0, float(rdp.epsilon_max), 100001)
-    assert np.all(noisy_sgd_curve(t, sigma, 1.0).delta(eps) <= fdp.gdp_delta(rdp.mu, eps) * (1 + 1e-12))
+    assert np.all(noisy_sgd_curve(sigma, 1.0, t).delta(eps) <= fdp.gdp_delta(rdp.mu, eps) * (1 + 1e-12))
 
 
 def test_gdp_of_laplace_dominates_everywhere_and_is_tight():
@@ -267,7 +267,7 @@ def test_gdp_of_laplace_dominates_everywhere_and_is_tight():
 
 
 def test_subsampled_rdp_curve_gdp_is_certified_on_its_range():
-    curve = noisy_sgd_curve(200, 1.2, 0.05)
+    curve = noisy_sgd_curve(1.2, 0.05, 200)
     summary = curve.gdp(min_delta=1e-8)
     assert np.isfinite(summary.mu) and summary.mu_lower <= summary.mu <= summary.mu_lower * (1 + 1.01e-4)
     eps = np.linspace(0, float(summary.epsilon_max), 50001)
@@ -279,12 +279,12 @@ def test_subsampled_rdp_curve_gdp_is_certified_on_its_range():
 
 
 def test_batched_curves_give_batched_tradeoffs_and_summaries():
-    curve = noisy_sgd_curve(1, np.array([1.0, 2.0]), 1.0)
+    curve = noisy_sgd_curve(np.array([1.0, 2.0]), 1.0, 1)
     alpha = np.array([0.01, 0.1, 0.5])
     batched = curve.tradeoff(alpha)
     assert batched.shape == (2, 3)
     for i, s in enumerate([1.0, 2.0]):
-        np.testing.assert_allclose(batched[i], noisy_sgd_curve(1, s, 1.0).tradeoff(alpha), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(batched[i], noisy_sgd_curve(s, 1.0, 1).tradeoff(alpha), rtol=0, atol=1e-12)
     summary = curve.gdp()
     assert summary.mu.shape == (2,) and summary.mu[1] < summary.mu[0]
 
@@ -295,7 +295,7 @@ def test_profile_starting_above_zero_has_no_finite_gdp():
 
 
 # --- bad input --------------------------------------------------------------------------------
-CURVE = noisy_sgd_curve(1, 1.0, 1.0)
+CURVE = noisy_sgd_curve(1.0, 1.0, 1)
 ENTRIES = [
     Entry("PrivacyCurve.tradeoff", CURVE.tradeoff, dict(alpha=0.1)),
     Entry("PrivacyCurve.gdp", CURVE.gdp, dict(min_delta=1e-8, rtol=1e-3)),

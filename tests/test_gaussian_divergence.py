@@ -5,7 +5,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpjax.accountants import gaussian_divergence as gd
+from dpjax.accountants.mechanisms import gaussian_divergence as gd
 
 
 def _mp_renyi_1d(m1, s1, m2, s2, a, dps=40):
@@ -209,7 +209,7 @@ def test_analytic_gaussian_epsilon_far_beyond_eps_one_million(mu, delta):
     """eps ~ mu^2 / 2 + mu sqrt(2 log(1/delta)) exceeds 1e6 for mu ~ 1e3: the bracket must keep
     growing (it once stopped at 1e6 and returned inf). Reference: mpmath's root of the
     Balle-Wang delta(eps) at 60 digits."""
-    from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon
+    from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
 
     with mp.workdps(60):
         m = mp.mpf(mu)

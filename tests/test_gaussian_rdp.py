@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from dp_accounting.rdp import rdp_privacy_accountant as dpa
 from dpjax.accountants import gaussian_rdp, subsampled_gaussian_rdp
-from dpjax.accountants import gaussian as gmod
+from dpjax.accountants.mechanisms import gaussian as gmod
 
 from jax import enable_x64
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpjax.accountants import gibbs as gb
+from dpjax.accountants.posterior import gibbs as gb
 from dpjax.accountants.conversions import zcdp_to_epsilon
 
 

@@ -23,7 +23,7 @@ T = math.log(1 / DELTA)
 
 
 def test_headline_puts_printed_values_beside_dpjax(result):
-    from dpjax.experiments import gibbs_gaussian_mean
+    from dpjax.experiments.gibbs import gaussian_mean as gibbs_gaussian_mean
     from dpjax.experiments._report import headline_table
 
     rows = {r["quantity"]: r for r in gibbs_gaussian_mean.headline(result)}

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpjax.accountants import lmc
-from dpjax.accountants.gaussian_divergence import gaussian_hockey_stick
-from dpjax.accountants.gaussian_tv import gaussian_tv
-from dpjax.experiments import gibbs_lmc as gl
+from dpjax.accountants.samplers import lmc
+from dpjax.accountants.mechanisms.gaussian_divergence import gaussian_hockey_stick
+from dpjax.accountants.mechanisms.gaussian_tv import gaussian_tv
+from dpjax.experiments.gibbs import lmc as gl
 
 
 def _tv_2d_reference(v1, v2):

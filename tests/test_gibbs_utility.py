@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from dpjax.accountants import gibbs as gb
-from dpjax.accountants import gibbs_utility as gu
+from dpjax.accountants.posterior import gibbs as gb
+from dpjax.experiments.gibbs import utility as gu
 
 
 def _logit_gibbs_variance(n, successes, beta, prior_var):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpjax.accountants import girsanov as g
+from dpjax.accountants.samplers import girsanov as g
 from dpjax.accountants.curve import Provenance
 
 # One parameter set for the hand computations: c = 0.5, mu = 1, L = 2, gamma = 0.2
@@ -145,7 +145,7 @@ def exact_path_by_composition(gap_per_step, gamma, n, beta):
 
 
 def test_recursion_helper_against_gaussian_renyi():
-    from dpjax.accountants.gaussian_divergence import gaussian_renyi
+    from dpjax.accountants.mechanisms.gaussian_divergence import gaussian_renyi
 
     gamma, mu, c, n, a = 0.3, 1.5, 0.7, 7, 4.0
     rho = 1 - gamma * mu

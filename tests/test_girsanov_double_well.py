@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dpjax.accountants import girsanov
+from dpjax.accountants.samplers import girsanov
 
 
 def test_c4_is_the_limit_of_c3_with_its_square():
@@ -29,7 +29,7 @@ def test_c4_is_the_limit_of_c3_with_its_square():
 
 
 def test_girsanov_quadratic_reports_the_c4_limit():
-    from dpjax.experiments import girsanov_quadratic as gq
+    from dpjax.experiments.girsanov import quadratic as gq
 
     parser = argparse.ArgumentParser()
     gq.add_arguments(parser)
@@ -44,7 +44,7 @@ def test_girsanov_quadratic_reports_the_c4_limit():
 
 
 def test_double_well_grid_laws_match_ula_chains_and_sit_below_the_bound():
-    from dpjax.experiments import girsanov_double_well as ex
+    from dpjax.experiments.girsanov import double_well as ex
 
     parser = argparse.ArgumentParser()
     ex.add_arguments(parser)
@@ -65,8 +65,8 @@ def test_double_well_grid_laws_match_ula_chains_and_sit_below_the_bound():
 def test_double_well_grid_law_against_direct_ula_simulation():
     from scipy import stats
 
-    from dpjax.accountants import markov_grid as mg
-    from dpjax.experiments.girsanov_double_well import DoubleWell
+    from dpjax.accountants.samplers import markov_grid as mg
+    from dpjax.experiments.girsanov.double_well import DoubleWell
 
     dw = DoubleWell(1.0, 2.0, 0.7, 0.5)
     grid = mg.uniform_grid(-8, 8, 801)

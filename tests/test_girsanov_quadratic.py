@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import norm
 
 from dpjax.cli import main as cli_main
-from dpjax.experiments import girsanov_quadratic as gq
+from dpjax.experiments.girsanov import quadratic as gq
 
 DELTA = 1e-5
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy.special import log_expit
 
-from dpjax.accountants import expfam as ef
-from dpjax.accountants import glm_posterior as gp
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon, gaussian_renyi
+from dpjax.accountants.posterior import expfam as ef
+from dpjax.accountants.posterior import glm as gp
+from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon, gaussian_renyi
 
 
 # --- Lemma 3 --------------------------------------------------------------------------------

@@ -197,7 +197,8 @@ def test_input_errors_name_the_argument():
         epsilon_lower_bound(good, bad, 1e-2)
     with pytest.raises(ValueError, match=r"delta=0 violates delta in \(0.0, 1.0\)"):
         epsilon_lower_bound(good, good, 0)
-    with pytest.raises(ValueError, match=r"confidence=1 violates confidence in \(0.0, 1.0\)"):
+    # issue 24 item 3: confidence below 1/2 is refused too, so the rule reads [0.5, 1)
+    with pytest.raises(ValueError, match=r"confidence=1 violates confidence in \[0.5, 1\)"):
         epsilon_lower_bound(good, good, 1e-2, confidence=1)
     with pytest.raises(ValueError, match="samples_p has dimension 2 and samples_q has dimension 1"):
         epsilon_lower_bound(np.zeros((50, 2)), good, 1e-2)

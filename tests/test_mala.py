@@ -1,4 +1,4 @@
-"""Preconditioned MALA (dpjax.mala) with the logistic/ball target of the expfam-glm experiment,
+"""Preconditioned MALA (dpjax.samplers.mala) with the logistic/ball target of the expfam-glm experiment,
 and the experiment end to end at a tiny size.
 
 MALA is checked against exact laws (records x = 0 leave only the prior: N(0, I/m), or N(0, I/m)
@@ -15,8 +15,8 @@ import pytest
 from scipy import stats
 from scipy.special import log_expit, logsumexp
 
-from dpjax.experiments import expfam_glm as eg
-from dpjax.mala import chain_diagnostics, mala_sample
+from dpjax.experiments.expfam import glm as eg
+from dpjax.samplers.mala import chain_diagnostics, mala_sample
 
 SIZES = dict(chains=32, warmup=400, draws=100, thin=4)
 

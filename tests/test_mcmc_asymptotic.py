@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpjax.accountants import gaussian_divergence as gd
-from dpjax.accountants import markov_grid as mg
-from dpjax.accountants import mcmc_convergence as mc
+from dpjax.accountants.mechanisms import gaussian_divergence as gd
+from dpjax.accountants.samplers import markov_grid as mg
+from dpjax.experiments.girsanov import mcmc_convergence as mc
 from dpjax.data import replace_one
 from dpjax.models.gaussian_mean import gaussian_mean, gaussian_mean_dataset
 from dpjax.samplers.mala import exact_ar1, mala, run_metropolis_pair
@@ -161,7 +161,7 @@ def test_exact_ar1_pairs_follow_the_closed_form_and_move_in_lockstep():
         # shared start and noise: the pair's gap is the deterministic (1 - rho^k)(m_D - m_D')
         np.testing.assert_allclose(res.positions[r] - res.neighbour_positions[r], -(1 - rho**k) * means[1], atol=1e-12)
     # the run's average (1/N) sum_{n<=N} x_n (paper 001 eq. 7 with f(x) = x) against its closed-form law
-    from dpjax.accountants.noisy_monte_carlo import ar1_average_law
+    from dpjax.experiments.girsanov.noisy_monte_carlo_bounds import ar1_average_law
 
     for which, avg in ((0, res.path_mean), (1, res.neighbour_path_mean)):
         law = ar1_average_law(rho, tau, means[which], 7, 0.0, 1.0)
@@ -203,7 +203,7 @@ def test_metropolis_pair_arguments_are_checked():
 # ------------------------------------------------------------------------------------------
 # the experiment
 def test_mcmc_asymptotic_quick_run_checks_hold():
-    from dpjax.experiments import mcmc_asymptotic as ex
+    from dpjax.experiments.girsanov import mcmc_asymptotic as ex
 
     parser = argparse.ArgumentParser()
     ex.add_arguments(parser)

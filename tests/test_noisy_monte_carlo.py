@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpjax.accountants import noisy_monte_carlo as nmc
+from dpjax.experiments.girsanov import noisy_monte_carlo_bounds as nmc
 
 
 def _mp_pdf(x, a, s, b):
@@ -96,7 +96,7 @@ def test_concentration_radius_and_the_guarantee_formulas():
 
 
 def test_noisy_monte_carlo_small_run():
-    from dpjax.experiments import noisy_monte_carlo as ex
+    from dpjax.experiments.girsanov import noisy_monte_carlo as ex
 
     parser = argparse.ArgumentParser()
     ex.add_arguments(parser)

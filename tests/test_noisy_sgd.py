@@ -49,10 +49,10 @@ CONFIGS = [  # (q, sigma, steps): the issue's ranges, corners included
 @pytest.mark.parametrize("q,sigma,steps", CONFIGS)
 def test_epsilon_matches_rdp_accountant(q, sigma, steps):
     delta = 1e-5
-    ours_int = noisy_sgd_curve(steps, sigma, q, orders=INTEGER_ORDERS).epsilon(delta)
+    ours_int = noisy_sgd_curve(sigma, q, steps, orders=INTEGER_ORDERS).epsilon(delta)
     assert ours_int == pytest.approx(dp_accounting_epsilon(q, sigma, steps, delta, INTEGER_ORDERS), rel=1e-6)
 
-    curve = noisy_sgd_curve(steps, sigma, q)
+    curve = noisy_sgd_curve(sigma, q, steps)
     ref = dp_accounting_epsilon(q, sigma, steps, delta, DEFAULT_ORDERS)
     ours = curve.epsilon(delta)
     assert ours <= ref * (1 + 1e-9)
@@ -73,18 +73,18 @@ def test_vectorised_rdp_to_epsilon_matches_accountant_loop():
 
 
 def test_full_batch_is_composed_gaussian_mechanism():
-    curve = noisy_sgd_curve(500, 4.0)  # q = 1
+    curve = noisy_sgd_curve(4.0, 1.0, 500)  # q = 1
     np.testing.assert_allclose(curve.rdp, 500 * gaussian_rdp(4.0, DEFAULT_ORDERS), rtol=1e-15)
     acc = dp_accounting.rdp.RdpAccountant(list(DEFAULT_ORDERS))
     acc.compose(dp_accounting.GaussianDpEvent(4.0), 500)
     assert curve.epsilon(1e-6) == pytest.approx(acc.get_epsilon(1e-6), rel=1e-12)
-    replace = noisy_sgd_curve(500, 4.0, adjacency="replace_one")
+    replace = noisy_sgd_curve(4.0, 1.0, 500, adjacency="replace-one")
     np.testing.assert_array_equal(replace.rdp, curve.rdp)
-    assert "replace/one adjacency" in replace.provenance.assumptions
+    assert "replace-one adjacency" in replace.provenance.assumptions  # one printed form (issue 24)
 
 
 def test_batch_axes_and_provenance():
-    curve = noisy_sgd_curve(100, np.array([[1.0], [2.0]]), np.array([0.01, 0.1, 0.2]), orders=[2.0, 4.5])
+    curve = noisy_sgd_curve(np.array([[1.0], [2.0]]), np.array([0.01, 0.1, 0.2]), 100, orders=[2.0, 4.5])
     assert curve.rdp.shape == (2, 3, 2)
     assert curve.epsilon(1e-5).shape == (2, 3)
     np.testing.assert_allclose(curve.rdp[1, 2], 100 * subsampled_gaussian_rdp(0.2, 2.0, [2.0, 4.5]), rtol=1e-14)
@@ -100,7 +100,7 @@ def test_langevin_noise_multiplier_is_the_step_as_a_gaussian_mechanism():
     (closed form for equal-covariance Gaussians); it must equal gaussian_rdp(noise_multiplier)."""
     gamma, beta, clip, scale = 0.01, 50.0, 1.5, 1 / 64
     s2 = 2 * gamma / beta
-    for adjacency, m in (("add_remove", 1), ("replace_one", 2)):
+    for adjacency, m in (("add-remove", 1), ("replace-one", 2)):
         shift = gamma * scale * clip * m
         sigma = langevin_noise_multiplier(gamma, beta, clip, scale, adjacency)
         for a in (1.5, 2.0, 32.0):
@@ -123,7 +123,9 @@ def test_langevin_noise_multiplier_is_the_step_as_a_gaussian_mechanism():
     ],
 )
 def test_noisy_sgd_errors(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+    # the previous release's num_steps= (and "replace_one") still work, with a DeprecationWarning,
+    # and the errors name what was passed
+    with pytest.raises(ValueError, match=match), pytest.warns(DeprecationWarning, match="num_steps"):
         noisy_sgd_curve(**kwargs)
 
 

@@ -35,9 +35,9 @@ from dpjax.accountants import (
     rdp_to_epsilon,
     subsampled_gaussian_rdp,
 )
-from dpjax.accountants import pld as pld_module
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon
-from dpjax.accountants.noisy_sgd import DEFAULT_ORDERS
+from dpjax.accountants.composition import pld as pld_module
+from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
+from dpjax.accountants.composition.rdp import DEFAULT_ORDERS
 
 dp_accounting = pytest.importorskip("dp_accounting")
 from dp_accounting.pld import privacy_loss_distribution as dpa_pld  # noqa: E402
@@ -233,14 +233,14 @@ def test_roundoff_bound_covers_the_actual_fft_error():
 
 # --- integration ----------------------------------------------------------------------------------------
 def test_noisy_sgd_curve_takes_either_accountant():
-    rdp = noisy_sgd_curve(200, 1.1, 0.01)
-    pld = noisy_sgd_curve(200, 1.1, 0.01, accountant="pld")
+    rdp = noisy_sgd_curve(1.1, 0.01, 200)
+    pld = noisy_sgd_curve(1.1, 0.01, 200, accountant="pld")
     assert isinstance(pld, PrivacyCurve) and pld.has_pld
     assert pld.epsilon(DELTA) < rdp.epsilon(DELTA)
-    assert pld.epsilon(DELTA) == pytest.approx(pld_curve(1.1, 0.01, 200, adjacency="add_remove").epsilon(DELTA), rel=1e-12)
+    assert pld.epsilon(DELTA) == pytest.approx(pld_curve(1.1, 0.01, 200, adjacency="add-remove").epsilon(DELTA), rel=1e-12)
     assert "PLD accountant" in pld.summary()
     with pytest.raises(ValueError, match="accountant"):
-        noisy_sgd_curve(10, 1.0, 0.1, accountant="prv")
+        noisy_sgd_curve(1.0, 0.1, 10, accountant="prv")
 
 
 def test_audit_accepts_pld_bounds():
@@ -318,7 +318,7 @@ def test_chunk_budget_changes_no_number(monkeypatch):
     bracket's stated round-off)."""
     import dataclasses
 
-    from dpjax.accountants import pld_accountant
+    from dpjax.accountants.composition import pld_accountant
 
     rs = np.random.default_rng(3)
     sigma, q = rs.uniform(0.8, 3.0, 12), 10 ** rs.uniform(-3, -1, 12)
@@ -340,7 +340,7 @@ def test_new_values_of_the_same_shape_compile_nothing_new():
     """The device arrays of the accountant have shapes that depend on the batch only through
     buckets: two batches whose grids differ by a few blocks (37 against 36 blocks of one
     direction here) reuse every compiled discretisation and assembly."""
-    from dpjax.accountants import pld_accountant
+    from dpjax.accountants.composition import pld_accountant
 
     q, steps = np.full(4, 0.01), np.full(4, 50)
     compiled = (pld_accountant._blocks_batch, pld_accountant._assemble_rows)

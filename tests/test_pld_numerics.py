@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from dpjax.accountants import pld_curve, pld_epsilons
-from dpjax.accountants import pld as pld_module
-from dpjax.accountants import pld_pairs
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_epsilon
+from dpjax.accountants.composition import pld as pld_module
+from dpjax.accountants.composition import pld_pairs
+from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_epsilon
 
 DELTA = 1e-5
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpjax.accountants import posterior as po
+from dpjax.accountants.posterior import gaussian as po
 
 FIG1 = dict(alpha=0.1, beta=1.0, x_high=1.8, x_low=0.9, c=1165165.0)
 FIG1_N = 1149019

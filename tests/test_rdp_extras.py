@@ -18,9 +18,9 @@ from dp_accounting.rdp import rdp_privacy_accountant as dpa
 
 from dpjax.accountants import PrivacyCurve, Provenance, gaussian_rdp, noisy_sgd_curve, rdp_to_delta, rdp_to_epsilon
 from dpjax.accountants import subsampled_gaussian_rdp
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_delta
+from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_delta
 from dpjax.accountants.group import group_profile, group_rdp
-from dpjax.accountants.laplace import laplace_curve, laplace_delta, laplace_rdp
+from dpjax.accountants.mechanisms.laplace import laplace_curve, laplace_delta, laplace_rdp
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from test_bad_inputs import Entry, problems, run_entry  # noqa: E402
@@ -32,7 +32,7 @@ INT_ORDERS = np.arange(2, 2049, dtype=float)
 # --- the optimal order ------------------------------------------------------------------------
 @pytest.mark.parametrize("sigma, q, steps, delta", [(1.0, 0.01, 1000, 1e-5), (3.0, 0.1, 100, 1e-8), (0.8, 1.0, 1, 1e-3), (5.0, 0.001, 10**5, 1e-6)])
 def test_optimal_order_is_dp_accountings(sigma, q, steps, delta):
-    curve = noisy_sgd_curve(steps, sigma, q)
+    curve = noisy_sgd_curve(sigma, q, steps)
     eps_ref, order_ref = dpa.compute_epsilon(list(curve.orders), list(curve.rdp), delta)
     assert curve.optimal_order(delta) == order_ref
     # its per-order eps is the curve's eps (same conversion; 1e-12: float64 of one formula)
@@ -47,7 +47,7 @@ def test_optimal_order_matches_the_closed_form_optimum():
         a_star = 1 + sigma * math.sqrt(2 * math.log(1 / delta))
         best = float(curve.optimal_order(delta, conversion="mironov"))
         assert best in (math.floor(a_star), math.ceil(a_star))
-    batched = noisy_sgd_curve(10, np.array([1.0, 4.0]), 1.0).optimal_order([1e-5, 1e-5])
+    batched = noisy_sgd_curve(np.array([1.0, 4.0]), 1.0, 10).optimal_order([1e-5, 1e-5])
     assert batched.shape == (2,) and batched[1] > batched[0]  # more noise: a larger optimal order
 
 
@@ -166,8 +166,8 @@ def test_gaussian_order_inf_is_infinite_and_changes_nothing():
     assert math.isinf(float(gaussian_rdp(1.0, np.inf)))
     assert math.isinf(float(subsampled_gaussian_rdp(0.1, 1.0, np.inf)))
     assert float(subsampled_gaussian_rdp(0.0, 1.0, np.inf)) == 0.0
-    with_inf = noisy_sgd_curve(100, 1.1, 0.05, orders=orders)
-    without = noisy_sgd_curve(100, 1.1, 0.05, orders=orders[:-1])
+    with_inf = noisy_sgd_curve(1.1, 0.05, 100, orders=orders)
+    without = noisy_sgd_curve(1.1, 0.05, 100, orders=orders[:-1])
     assert float(with_inf.epsilon(1e-5)) == float(without.epsilon(1e-5))
     assert float(with_inf.delta(2.0)) == float(without.delta(2.0))
 
@@ -180,7 +180,7 @@ def test_laplace_curve_epsilon_never_exceeds_the_pure_guarantee():
 
 
 # --- bad input --------------------------------------------------------------------------------
-CURVE = noisy_sgd_curve(1, 1.0, 1.0)
+CURVE = noisy_sgd_curve(1.0, 1.0, 1)
 ENTRIES = [
     Entry("PrivacyCurve.optimal_order", CURVE.optimal_order, dict(delta=1e-5, conversion="balle")),
     Entry("PrivacyCurve.group", CURVE.group, dict(size=2)),

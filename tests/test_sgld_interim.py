@@ -6,9 +6,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpjax.accountants import cyclic_sgld as cs
-from dpjax.accountants import mixture as mx
-from dpjax.experiments import sgld_interim as si
+from dpjax.accountants.samplers import cyclic_sgld as cs
+from dpjax.accountants.mechanisms import mixture as mx
+from dpjax.experiments.sgld_interim import figure1 as si
 
 
 def _args(**kw):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpjax.accountants import cyclic_sgld as cs
-from dpjax.experiments import sgld_interim_mc as mc
+from dpjax.accountants.samplers import cyclic_sgld as cs
+from dpjax.experiments.sgld_interim import monte_carlo as mc
 
 FIVE_SIGMA = 5.0
 

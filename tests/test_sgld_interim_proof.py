@@ -10,9 +10,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpjax.accountants import cyclic_sgld as cs
-from dpjax.accountants import cyclic_sgld_proof as pr
-from dpjax.accountants.posterior import sgld_paper_posterior_rdp_bound
+from dpjax.accountants.samplers import cyclic_sgld as cs
+from dpjax.experiments.sgld_interim import lemmas as pr
+from dpjax.accountants.posterior.gaussian import sgld_paper_posterior_rdp_bound
 
 
 def _brute(p, r, epochs):
@@ -112,7 +112,7 @@ def test_theorem1_instance_sizes_meet_their_definitions():
 
 
 def test_sgld_interim_proof_quick_run():
-    from dpjax.experiments import sgld_interim_proof as ex
+    from dpjax.experiments.sgld_interim import proof as ex
 
     parser = argparse.ArgumentParser()
     ex.add_arguments(parser)

@@ -215,11 +215,11 @@ def test_store_writes_atomically_and_ignores_partial_files(tmp_path):
     assert [f.name for f in store.results_dir.iterdir() if not f.name.startswith(".")] == [f"{h}.parquet"]
     # checkpoints round-trip bit for bit and disappear on removal
     arr = np.random.default_rng(0).standard_normal(5)
-    store.save_checkpoint(h, {"step": np.asarray(3), "x": arr})
-    back = store.load_checkpoint(h)
+    store.save_checkpoint(h, {"step": np.asarray(3), "x": arr}, seed=p["seed"])
+    back = store.load_checkpoint(h, seed=p["seed"])
     assert int(back["step"]) == 3 and np.array_equal(back["x"], arr)
     store.remove_checkpoint(h)
-    assert store.load_checkpoint(h) is None
+    assert store.load_checkpoint(h, seed=p["seed"]) is None
     # a torn JSON line (kill during append) is skipped
     store.append_timing({"config_hash": h, "run_seconds": 1.0})
     with open(store.timings_path, "a") as fh:

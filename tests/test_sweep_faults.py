@@ -238,7 +238,7 @@ def _rewrite_with_wrong_checksum(path: Path, tmp: str):
         Path(tmp).write_bytes(path.read_bytes())
         return
     meta = dict(table.schema.metadata or {})
-    meta[S.META_CHECKSUM] = b"0" * 64
+    meta[S.META_CHECKSUM] = meta[S.META_FILE_CHECKSUM] = b"0" * 64
     pq.write_table(table.replace_schema_metadata(meta), tmp)
 
 
@@ -264,7 +264,7 @@ def test_a_damaged_checkpoint_is_discarded_with_its_name_and_the_point_restarts(
 def test_a_checkpoint_of_the_wrong_shape_is_discarded(tmp_path, reference):
     out = tmp_path / "out"
     store = ResultsStore(out)
-    store.save_checkpoint(HASHES[0], {"step": np.asarray(4), "position": np.zeros((3, 1))})
+    store.save_checkpoint(HASHES[0], {"step": np.asarray(4), "position": np.zeros((3, 1))}, seed=POINTS[0]["seed"])
     with pytest.warns(StoreWarning, match="restarts from step 0"):
         _run(out)
     _assert_clean(out, reference)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dpjax
-from dpjax.accountants.gaussian_divergence import analytic_gaussian_delta, analytic_gaussian_epsilon
+from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_delta, analytic_gaussian_epsilon
 from dpjax.sweep import config as C
 from dpjax.sweep.chains import run_pairs
 from dpjax.sweep.quantities import compute_rows

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate, linalg, stats
 
-from dpjax.accountants import wasserstein as ws
+from dpjax.experiments.sgld_interim import wasserstein as ws
 
 
 def test_w2_against_the_quantile_integral_and_gelbrichs_formula():
@@ -71,7 +71,7 @@ def test_theorem2_terms_and_argument_checks():
 
 
 def test_wasserstein_bound_quick_run():
-    from dpjax.experiments import wasserstein_bound as ex
+    from dpjax.experiments.sgld_interim import wasserstein_bound as ex
 
     parser = argparse.ArgumentParser()
     ex.add_arguments(parser)

@@ -211,13 +211,29 @@ def epsilon_axis(ax, values: Iterable[float], axis: str = "y") -> None:
         set_lim(0.0, 1.08 * top)
         return
     linthresh = 10 ** math.floor(math.log10(pos.min()))
-    set_scale("symlog", linthresh=linthresh, linscale=0.3)
+    set_scale("symlog", linthresh=linthresh, linscale=0.5)
     set_lim(0.0, 1.5 * pos.max())
     readable_log_ticks(ax, axis)
+    # say where the axis changes from linear (0 up to linthresh) to logarithmic: without it,
+    # ticks reading 0, 0.01, 0.03 look evenly spaced numbers on one scale
+    span = ax.axhspan if axis == "y" else ax.axvspan
+    span(0.0, linthresh, color="0.93", zorder=0, lw=0)
+    where = (0.99, 0.5 * linthresh) if axis == "y" else (0.5 * linthresh, 0.99)
+    transform = ax.get_yaxis_transform() if axis == "y" else ax.get_xaxis_transform()
+    ax.text(*where, f"linear below {_tick_label(linthresh)}, log above", transform=transform, fontsize=6, color="0.45",
+            ha="right" if axis == "y" else "center", va="center", rotation=0 if axis == "y" else 90)
 
 
 # the per-result presentations (they import the primitives above)
-from .audit import audit_summary  # noqa: E402
+from .audit import audit_figure, audit_summary, verdict_word  # noqa: E402
 from .coupled import coupled_figure, coupled_summary  # noqa: E402
 from .curves import curve_figure, curve_summary, loss_profile_figure, loss_profile_summary, renyi_figure, renyi_summary  # noqa: E402
-from .estimates import contamination_figure, contamination_summary, epsilon_estimate_summary, lower_bound_summary  # noqa: E402
+from .estimates import (  # noqa: E402
+    contamination_figure,
+    contamination_summary,
+    epsilon_estimate_summary,
+    gdp_fit_summary,
+    lower_bound_summary,
+    rdp_lower_bound_summary,
+    tradeoff_band_summary,
+)

@@ -15,7 +15,7 @@ from . import (
 def curve_summary(curve, deltas: Sequence[float] = DELTAS, width: int = WIDTH) -> str:
     """eps at a ladder of deltas, what the curve holds, and its provenance."""
     prov = curve.provenance
-    head = f"PrivacyCurve ({prov.mode}): {prov.result}" + (f"; releases {prov.released}" if prov.released else "")
+    head = f"PrivacyCurve ({prov.mode}): {prov.result}" + (f"; releases {prov.released}" if prov.released else "; release not stated")
     lines = [wrap_text(head, width, indent="  ", first="")]
     batch = curve.rdp.shape[:-1] if curve.has_rdp else (curve.deltas.shape[:-1] if curve.has_profile else ())
     if getattr(curve, "has_pld", False) and not curve.has_rdp and not curve.has_profile:

@@ -83,3 +83,44 @@ def contamination_figure(r):
     return fig
 
 
+
+
+def gdp_fit_summary(r, width: int = WIDTH, deltas=(1e-2, 1e-3, 1e-5)) -> str:
+    """GDPLowerBound: mu, eps at a few deltas labelled as a fit, and the assumption in words."""
+    eps = ", ".join(f"{fmt(r.epsilon(d))} at delta = {fmt(d)}" for d in deltas)
+    lines = [
+        f"GDPLowerBound (a fit, assumes GDP): mu >= {fmt(r.mu)} ({_confidence(r.confidence)} confidence; estimate "
+        f"{fmt(r.mu_estimate)}); eps {eps}",
+        wrap_text(
+            f"AUC {fmt(r.auc)} (lower limit {fmt(r.auc_lower)}, {r.method}) of the threshold tests on {r.statistic!r} "
+            f"({r.orientation}), {fmt_count(r.holdout_p)} + {fmt_count(r.holdout_q)} held-out samples "
+            f"({'coupled pairs' if r.paired else 'independent'})",
+            width, indent="  ",
+        ),
+        wrap_text(r.assumption, width, indent="  "),
+    ]
+    return "\n".join(lines)
+
+
+def tradeoff_band_summary(r, width: int = WIDTH) -> str:
+    """TradeoffBand: the band at each alpha, simultaneous, and the eps it certifies."""
+    rows = ", ".join(f"T({fmt(a, 3)}) <= {fmt(b, 3)}" for a, b in zip(r.alpha[:8], r.beta_upper[:8]))
+    more = f" (+{r.alpha.size - 8} more)" if r.alpha.size > 8 else ""
+    return "\n".join([
+        f"TradeoffBand: upper bounds on the trade-off T(P, Q), {_confidence(r.confidence)} simultaneous (a band, exact)",
+        wrap_text(rows + more, width, indent="  "),
+        wrap_text(
+            f"from {len(r.tests)} threshold tests on {r.statistic!r} ({r.orientation}), {fmt_count(r.holdout_p)} + "
+            f"{fmt_count(r.holdout_q)} held-out samples; certifies eps >= {fmt(r.epsilon_lower_bound(1e-3))} at delta = 0.001",
+            width, indent="  ",
+        ),
+    ])
+
+
+def rdp_lower_bound_summary(r, width: int = WIDTH) -> str:
+    """RDPLowerBound: the certified RDP per order, the unresolved orders named."""
+    shown = ", ".join(f"a={fmt(a, 3)}: {fmt(v) if c else 'not certified'}" for a, v, c in zip(r.orders, r.rdp, r.certified))
+    return "\n".join([
+        f"RDPLowerBound: RDP >= the values below, {_confidence(r.confidence)} confidence for all orders together (certified)",
+        wrap_text(shown, width, indent="  "),
+    ])

@@ -1,4 +1,29 @@
-"""Accountants: every one returns a :class:`~dpjax.accountants.curve.PrivacyCurve`."""
+"""Accountants: upper bounds on privacy, each returned as a :class:`PrivacyCurve`.
+
+The package is grouped by what a bound is about. Here at the top: the curve itself and its
+algebra — :mod:`.curve` (:class:`PrivacyCurve`, :class:`Provenance`), :mod:`.conversions`
+(Rényi DP and zCDP to (eps, delta)), :mod:`.fdp` (trade-off functions and Gaussian-DP
+summaries), :mod:`.group` (group privacy) and :mod:`.calibration` (the noise, steps or sampling
+rate that meet a target). Then four groups: :mod:`.mechanisms` (one noisy release: Gaussian,
+Laplace, mixtures, exact divergences), :mod:`.composition` (many steps: RDP and PLD accountants
+for noisy SGD), :mod:`.samplers` (Langevin-type chains: Girsanov path and last-iterate bounds,
+exact laws) and :mod:`.posterior` (one draw from a posterior: Gaussian, Gibbs, exponential
+families, GLMs). The names below are the entry points most users reach for first; everything
+else is one import away in its group.
+"""
+from .. import _moved
+from . import calibration, composition, conversions, curve, fdp, group, mechanisms, posterior, samplers
+from .calibration import Calibration, calibrate_noise_multiplier, calibrate_sampling_rate, calibrate_steps
+from .composition import (
+    DEFAULT_ORDERS,
+    DiscretePLD,
+    PLDBracket,
+    langevin_noise_multiplier,
+    noisy_sgd_curve,
+    pld_curve,
+    pld_epsilons,
+    pld_sequence_curve,
+)
 from .conversions import (
     rdp_to_delta,
     rdp_to_epsilon,
@@ -8,12 +33,22 @@ from .conversions import (
     zcdp_to_epsilon,
 )
 from .curve import PrivacyCurve, Provenance
-from .gaussian import gaussian_rdp, subsampled_gaussian_rdp
-from .noisy_sgd import DEFAULT_ORDERS, langevin_noise_multiplier, noisy_sgd_curve
-from .pld import DiscretePLD
-from .pld_accountant import PLDBracket, pld_curve, pld_epsilons, pld_sequence_curve
+from .fdp import GDPSummary, gdp_delta, gdp_tradeoff
+from .mechanisms import (
+    analytic_gaussian_epsilon,
+    gaussian_epsilon,
+    gaussian_rdp,
+    gaussian_renyi,
+    laplace_curve,
+    laplace_delta,
+    laplace_rdp,
+    subsampled_gaussian_rdp,
+)
+from .samplers import exact_last_iterate_curve, exact_last_iterate_epsilon, exact_path_curve
+from .samplers import ConstantsUnavailable, last_iterate_curve, last_iterate_gdp_mu, sampler_last_iterate_curve
 
 __all__ = [
+    # the curve and its algebra
     "PrivacyCurve",
     "Provenance",
     "rdp_to_epsilon",
@@ -22,8 +57,23 @@ __all__ = [
     "zcdp_to_epsilon",
     "zcdp_rdp",
     "tv_corrected_delta",
+    "GDPSummary",
+    "gdp_delta",
+    "gdp_tradeoff",
+    "Calibration",
+    "calibrate_noise_multiplier",
+    "calibrate_sampling_rate",
+    "calibrate_steps",
+    # mechanisms
     "gaussian_rdp",
     "subsampled_gaussian_rdp",
+    "analytic_gaussian_epsilon",
+    "gaussian_epsilon",
+    "gaussian_renyi",
+    "laplace_curve",
+    "laplace_delta",
+    "laplace_rdp",
+    # composition
     "DEFAULT_ORDERS",
     "langevin_noise_multiplier",
     "noisy_sgd_curve",
@@ -32,52 +82,27 @@ __all__ = [
     "pld_curve",
     "pld_epsilons",
     "pld_sequence_curve",
-]
-
-# Theorem-by-theorem accountants live in their own modules (one concept each); import them
-# as submodules: dpjax.accountants.girsanov.thm52_ula_last_iterate(...), etc.
-from . import cyclic_sgld, exact, expfam, gaussian_divergence, gibbs, girsanov, mixture, posterior  # noqa: E402
-from . import contamination  # noqa: E402  (paper 003's closed forms: Theorem 4, Lemma 14, Theorem 5)
-from .exact import exact_last_iterate_curve, exact_last_iterate_epsilon, exact_path_curve  # noqa: E402
-from .gaussian_divergence import analytic_gaussian_epsilon, gaussian_epsilon, gaussian_renyi  # noqa: E402
-
-__all__ += [
-    "contamination",
-    "cyclic_sgld",
-    "exact",
-    "expfam",
-    "gaussian_divergence",
-    "gibbs",
-    "girsanov",
-    "mixture",
-    "posterior",
+    # samplers
     "exact_last_iterate_curve",
     "exact_last_iterate_epsilon",
     "exact_path_curve",
-    "analytic_gaussian_epsilon",
-    "gaussian_epsilon",
-    "gaussian_renyi",
-]
-
-# f-DP trade-offs and GDP summaries, calibration, group privacy, the Laplace mechanism (issue 13)
-from . import calibration, fdp, group, laplace  # noqa: E402
-from .calibration import Calibration, calibrate_noise_multiplier, calibrate_sampling_rate, calibrate_steps  # noqa: E402
-from .fdp import GDPSummary, gdp_delta, gdp_tradeoff  # noqa: E402
-from .laplace import laplace_curve, laplace_delta, laplace_rdp  # noqa: E402
-
-__all__ += [
+    "last_iterate_curve",
+    "last_iterate_gdp_mu",
+    "sampler_last_iterate_curve",
+    "ConstantsUnavailable",
+    # modules and groups
     "calibration",
+    "conversions",
+    "curve",
     "fdp",
     "group",
-    "laplace",
-    "Calibration",
-    "calibrate_noise_multiplier",
-    "calibrate_sampling_rate",
-    "calibrate_steps",
-    "GDPSummary",
-    "gdp_delta",
-    "gdp_tradeoff",
-    "laplace_curve",
-    "laplace_delta",
-    "laplace_rdp",
+    "mechanisms",
+    "composition",
+    "samplers",
+    "posterior",
 ]
+
+def __getattr__(name: str):
+    # modules that lived here before the grouping (dpjax.accountants.girsanov, ...): one
+    # DeprecationWarning naming the new path, then the module itself
+    return _moved.old_attribute(__name__, name)

@@ -15,6 +15,17 @@ linear in the log parameter and interpolation is accurate):
 3. the answer is the end of the final bracket on the safe side: its eps, *as computed by the
    same accountant*, is <= the target, never above; the other end (eps > target) is returned
    too. Steps are integers: the bracket closes when its ends are adjacent integers.
+4. an answer is returned only when both ends' eps come from evaluations that resolve the
+   target: the same grid at both ends, the rejected end's eps finite (not the PLD's +inf
+   below its delta floor), and (PLD) the grid's own effect small: both ends computed again on
+   a grid twice as coarse move by at most ``GRID_TOLERANCE`` (1%) of the target. Otherwise the
+   grid follows the candidate and the search runs again: finer (by the factor the measured
+   effect asks for) where the grid decides, coarser where the ends had to be coarsened to fit.
+   During the search a candidate whose PLD needs more than ``MAX_GRID`` points is evaluated on
+   the finest grid 2^k h that fits (a coarser grid only raises the pessimistic eps). Where no
+   grid can resolve the target (the FFT limit, the delta floor), the error says which limit
+   was hit and that ``accountant="rdp"`` answers. The grid of the answer is reported.
+   So a value is limited by the target alone, never by the accountant's numerics.
 
 Accountants: ``"rdp"`` (:func:`dpjax.accountants.noisy_sgd_curve`: the Poisson-subsampled
 Gaussian RDP of Mironov, Talwar & Zhang 2019, composed over steps, converted at ``delta``) and
@@ -30,9 +41,12 @@ from typing import Mapping, Optional
 import numpy as np
 
 from .. import _validate
-from .pld_accountant import ADJACENCY_SPELLINGS
+from . import _convention
 
 ACCOUNTANTS = ("pld", "rdp")
+GRID_TOLERANCE = 0.01  # the PLD grid's own effect on eps at an answer, as a fraction of the target (see the module docstring)
+_MAX_INTERVAL = 0.5  # the coarsest PLD grid a candidate is evaluated on (nats)
+_MAX_ROUNDS = 8  # searches per configuration (each after a change of its grid)
 _NOISE_RANGE = (1e-2, 1e9)
 _RATE_MIN = 1e-12
 _MAX_STEPS = 10**12
@@ -53,6 +67,9 @@ class Calibration:
     rejected_epsilon: its eps (NaN likewise).
     evaluations: accountant evaluations per configuration (an int, or an array).
     calls: vectorised accountant calls made for the whole batch.
+    value_discretization_interval: ``accountant="pld"``: the grid (nats) on which ``epsilon``
+        and ``rejected_epsilon`` were computed, the one asked for unless the grid had to
+        follow the candidate (module docstring); None for ``accountant="rdp"``.
     """
 
     parameter: str
@@ -65,6 +82,7 @@ class Calibration:
     evaluations: object
     calls: int
     accountant: str
+    value_discretization_interval: object = None
 
     def __float__(self) -> float:
         return float(self.value)
@@ -74,22 +92,29 @@ class Calibration:
 # accountants: eps for arrays of (sigma, q, steps) at delta
 def _pld_curve():
     """dpjax.accountants.pld_curve (the PLD accountant, where this dpjax has it)."""
-    from .pld_accountant import pld_curve
+    from .composition.pld_accountant import pld_curve
 
     return pld_curve
 
 
+_PLD_OPTIONS = ("mechanism", "value_discretization_interval", "tail_mass")
+
+
 class _Accountant:
-    """eps(sigma, q, steps) for flat arrays, counting evaluations."""
+    """eps(sigma, q, steps) at each configuration's delta for flat arrays, counting calls; for
+    the PLD accountant also the grid each eps was computed on (NaN for RDP)."""
 
     def __init__(self, name: str, adjacency: str, delta: np.ndarray, orders, sampling: str, pld_options: Optional[Mapping]):
         self.name, self.adjacency, self.delta = name, adjacency, delta
-        self.orders, self.sampling, self.pld_options = orders, sampling, dict(pld_options or {})
+        self.orders, self.sampling = orders, sampling
         self.calls = 0
+        if pld_options is not None and not isinstance(pld_options, Mapping):
+            raise TypeError(f"pld_options={pld_options!r} violates pld_options a mapping of pld_curve options (or None)")
+        options = dict(pld_options or {})
         if name == "pld" and orders is not None:
             raise ValueError("orders= is for accountant='rdp'; the PLD accountant takes its options in pld_options=")
-        if name == "rdp" and pld_options:
-            raise ValueError(f"pld_options={dict(pld_options)!r} is for accountant='pld'")
+        if name == "rdp" and options:
+            raise ValueError(f"pld_options={options!r} is for accountant='pld'")
         if name == "pld":
             try:
                 _pld_curve()
@@ -98,22 +123,38 @@ class _Accountant:
                     "accountant='pld' needs dpjax.accountants.pld_curve, which this dpjax does not have "
                     f"({err}); use accountant='rdp'"
                 ) from None
+            unknown = sorted(set(options) - set(_PLD_OPTIONS))
+            if unknown:
+                raise ValueError(f"pld_options={options!r} has {unknown}, not among the options a calibration passes to the "
+                                 f"PLD accountant {list(_PLD_OPTIONS)}")
+            from .composition import pld_accountant as pa
+
+            self.mechanism = _validate.one_of("pld_options['mechanism']", options.get("mechanism", "gaussian"), pa.MECHANISMS)
+            self.grid = _validate.in_range("pld_options['value_discretization_interval']",
+                                           options.get("value_discretization_interval", pa.DEFAULT_INTERVAL), 0.0, 1.0, low_open=True)
+            self.tail = _validate.in_range("pld_options['tail_mass']", options.get("tail_mass", pa.DEFAULT_TAIL), 0.0, 1e-3, low_open=True)
+            self.sampling = _convention.sampling(sampling)
         elif sampling != "poisson":
             raise ValueError(f"sampling={sampling!r} is not supported by accountant='rdp' (Poisson sampling only)")
+        else:
+            self.grid = math.nan
 
     def per_step_rdp(self, sigma: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(orders, per-step RDP of shape (n, orders)) through noisy_sgd_curve (one step)."""
-        from .noisy_sgd import noisy_sgd_curve
+        from .composition.rdp import _rdp_curve
 
         n = sigma.size
         # pad to a power of two: the RDP kernels compile once per array size
         size = 1 << max(n - 1, 0).bit_length()
         pad = lambda v: np.concatenate([v, np.full(size - n, v[-1])])  # noqa: E731
-        curve = noisy_sgd_curve(1, pad(sigma), pad(q), orders=self.orders, adjacency=self.adjacency.replace("-", "_"))
+        curve = _rdp_curve(pad(sigma), pad(q), 1, self.orders, self.adjacency)
         return curve.orders, curve.rdp[:n]
 
-    def epsilon(self, sigma, q, steps, index) -> np.ndarray:
-        """eps at (sigma[i], q[i], steps[i]) for the configurations ``index`` (flat arrays)."""
+    def epsilon(self, sigma, q, steps, index, grid) -> tuple[np.ndarray, np.ndarray]:
+        """(eps, grid used) at (sigma[i], q[i], steps[i]) for the configurations ``index`` (flat
+        arrays). PLD: each on its grid ``grid[i]``, or, where that PLD would need more than
+        MAX_GRID points, on the finest grid 2^k grid[i] that fits (NaN eps where none up to
+        _MAX_INTERVAL does): the grid follows the candidate."""
         from .conversions import rdp_to_epsilon
 
         self.calls += 1
@@ -121,28 +162,21 @@ class _Accountant:
         delta = self.delta[index]
         if self.name == "rdp":
             orders, rdp = self.per_step_rdp(sigma.astype(np.float64), q.astype(np.float64))
-            return rdp_to_epsilon(orders, steps.astype(np.float64)[:, None] * rdp, delta)
-        out = np.empty(sigma.size)
-        if set(self.pld_options) <= _PLD_EPSILONS_OPTIONS:
-            # the batched path: the pessimistic eps of every configuration sharing a delta in one
-            # call, keeping no distributions and skipping the optimistic side (a calibration
-            # needs only the bound); the same numbers as pld_curve(...).epsilon(delta)
-            from .pld_accountant import pld_epsilons
+            return rdp_to_epsilon(orders, steps.astype(np.float64)[:, None] * rdp, delta), np.full(sigma.size, math.nan)
+        from .composition.pld_accountant import _epsilons
 
-            for d in np.unique(delta):
-                sel = np.flatnonzero(delta == d)
-                out[sel] = pld_epsilons(sigma[sel].astype(np.float64), q[sel].astype(np.float64), steps[sel].astype(np.int64), float(d),
-                                        adjacency=self.adjacency, sampling=self.sampling, optimistic=False, **self.pld_options)[0]
-            return out
-        pld_curve = _pld_curve()
-        for i in range(sigma.size):
-            curve = pld_curve(float(sigma[i]), float(q[i]), int(steps[i]), adjacency=self.adjacency,
-                              sampling=self.sampling, **self.pld_options)
-            out[i] = float(np.asarray(curve.epsilon(float(delta[i]))))
-        return out
-
-
-_PLD_EPSILONS_OPTIONS = {"mechanism", "value_discretization_interval", "tail_mass"}
+        grid = np.broadcast_to(np.asarray(grid, dtype=np.float64), sigma.shape).copy()
+        eps = np.full(sigma.size, np.nan)
+        todo = np.arange(sigma.size)
+        while todo.size:
+            for d, h in {(float(a), float(b)) for a, b in zip(delta[todo], grid[todo])}:
+                sel = todo[(delta[todo] == d) & (grid[todo] == h)]
+                eps[sel] = _epsilons(sigma[sel].astype(np.float64), q[sel].astype(np.float64), steps[sel].astype(np.int64), d,
+                                     self.adjacency, self.sampling, self.mechanism, h, self.tail, optimistic=False,
+                                     skip_over_limit=True)[0]
+            todo = todo[np.isnan(eps[todo]) & (grid[todo] * 2 <= _MAX_INTERVAL)]
+            grid[todo] *= 2
+        return eps, grid
 
 
 # ------------------------------------------------------------------------------------------
@@ -249,15 +283,14 @@ def _expand(x0, evaluate, step, x_limit, counts):
 # arguments
 def _common(target_epsilon, delta, accountant, adjacency):
     _validate.one_of("accountant", accountant, ACCOUNTANTS)
-    if not isinstance(adjacency, str) or adjacency not in ADJACENCY_SPELLINGS:
-        raise ValueError(f"adjacency={adjacency!r} is not one of {sorted(ADJACENCY_SPELLINGS)}")
+    adjacency = _convention.adjacency(adjacency)
     eps = np.asarray(target_epsilon, dtype=np.float64)
     if np.any(~((eps > 0) & np.isfinite(eps))):
         raise ValueError(f"target_epsilon={target_epsilon!r} violates 0 < target_epsilon < inf")
     d = np.asarray(delta, dtype=np.float64)
     if np.any(~((d > 0) & (d < 1))):
         raise ValueError(f"delta={delta!r} violates 0 < delta < 1")
-    return eps, d, ADJACENCY_SPELLINGS[adjacency]
+    return eps, d, adjacency
 
 
 def _rates(sampling_rate, name="sampling_rate") -> np.ndarray:
@@ -285,41 +318,274 @@ def _noises(noise_multiplier) -> np.ndarray:
     return s
 
 
+def _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options, *fixed):
+    """The checked arguments of a calibration, broadcast and flattened: (shape, target, delta,
+    the ``fixed`` parameters (each a (checker, value) pair), the accountant)."""
+    target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
+    values = [check(value) for check, value in fixed]
+    shape = np.broadcast_shapes(target.shape, d.shape, *(v.shape for v in values))
+    target, d, *values = (np.broadcast_to(v, shape).ravel() for v in [target, d] + values)
+    return shape, target, d, values, _Accountant(accountant, adj, d, orders, sampling, pld_options)
+
+
 def _rho(target, delta):
     """rho of the zCDP bound eps = rho + 2 sqrt(rho log(1/delta)) solved for the target."""
     log_inv = -np.log(delta)
     return (np.sqrt(log_inv + target) - np.sqrt(log_inv)) ** 2
 
 
-def _shape_out(result_shape, arrays):
-    if result_shape == ():
-        return [a.reshape(()).item() if isinstance(a, np.ndarray) else a for a in arrays]
-    return [a.reshape(result_shape) for a in arrays]
+# ------------------------------------------------------------------------------------------
+# one solver for the three parameters
+@dataclasses.dataclass
+class _Problem:
+    """What differs between the three calibrations; the search itself is :func:`_solve`'s.
+
+    x is the log of the parameter; eps(x) is monotone: decreasing in the noise, increasing in
+    the steps and the sampling rate. ``eps_of(parameter values, configuration indices, grids)``
+    returns (eps, grid used). ``anchor``: an end known before the search (steps: 1 must meet
+    the target; sampling rate: 1, which answers if it meets it)."""
+
+    parameter: str
+    decreasing: bool
+    integer: bool
+    limits: tuple  # (lowest, highest) parameter value searched
+    guess: np.ndarray
+    eps_of: object
+    tol: object  # half-width in x at which a real search stops
+    anchor: Optional[str] = None  # "lowest meets", "highest answers"
+
+    def value(self, x):
+        v = np.exp(x)
+        return np.round(v).astype(np.int64) if self.integer else (np.minimum(v, 1.0) if self.parameter == "sampling_rate" else v)
 
 
 class _Objective:
-    """x -> log eps - log target for the configurations ``idx`` (-inf for eps = 0, +inf for no
-    guarantee: the solver then bisects), remembering each eps exactly as the accountant gave it."""
+    """x -> log eps - log target for the configurations ``idx`` on their grids (+inf where eps
+    is inf or cannot be evaluated: the solver then treats x as not meeting the target),
+    remembering each (eps, grid) exactly as the accountant gave it."""
 
-    def __init__(self, eps_of, log_target):
-        self.eps_of, self.log_target = eps_of, log_target
+    def __init__(self, problem: _Problem, log_target, grid):
+        self.problem, self.log_target, self.grid = problem, log_target, grid
         self.seen: dict = {}
 
     def __call__(self, x, idx):
-        eps = np.asarray(self.eps_of(x, idx), dtype=np.float64)
-        for i, xi, e in zip(idx.tolist(), np.asarray(x).tolist(), eps.tolist()):
-            self.seen[(i, xi)] = e
-        with np.errstate(divide="ignore"):
-            return np.log(eps) - self.log_target[idx]
+        eps, used = self.problem.eps_of(self.problem.value(np.asarray(x)), idx, self.grid[idx])
+        eps = np.asarray(eps, dtype=np.float64)
+        for i, xi, e, h in zip(idx.tolist(), np.asarray(x).tolist(), eps.tolist(), np.asarray(used).tolist()):
+            self.seen[(i, xi)] = (e, h)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.log(eps) - self.log_target[idx]
+        return np.where(np.isnan(f), np.inf, f)
 
-    def eps(self, x, idx=None) -> np.ndarray:
-        idx = np.arange(np.size(x)) if idx is None else idx
-        return np.array([self.seen[(i, xi)] for i, xi in zip(idx.tolist(), np.asarray(x).tolist())])
+    def eps(self, x, idx) -> np.ndarray:
+        return np.array([self.seen[(i, xi)][0] for i, xi in zip(idx.tolist(), np.asarray(x).tolist())])
+
+    def grid_used(self, x, idx) -> np.ndarray:
+        return np.array([self.seen[(i, xi)][1] for i, xi in zip(idx.tolist(), np.asarray(x).tolist())])
 
 
-def _finish(parameter, acc, shape, value, eps_v, rejected, eps_r, target, delta, counts):
-    value, eps_v, rejected, eps_r, target, delta, counts = _shape_out(shape, [value, eps_v, rejected, eps_r, target, delta, counts])
-    return Calibration(parameter, value, eps_v, rejected, eps_r, target, delta, counts, acc.calls, acc.name)
+class _Limit(Exception):
+    """A configuration the accountant cannot calibrate: ``kind`` (which limit), ``detail``."""
+
+    def __init__(self, kind: str, index: int, detail: str):
+        super().__init__(detail)
+        self.kind, self.index, self.detail = kind, index, detail
+
+
+def _kind_of(f: _Objective, i: int, x: float, kind: str) -> str:
+    """``kind``, unless the eps at x was no number (a grid limit) or +inf (the PLD's floor):
+    then that limit, not the target, is what the search ran into."""
+    eps = f.seen.get((i, float(x)), (math.nan, math.nan))[0]
+    if math.isnan(eps):
+        return "grid"
+    return "floor" if math.isinf(eps) else kind
+
+
+def _search(problem: _Problem, f: _Objective, idx: np.ndarray, counts) -> tuple:
+    """The bracketing search of the module docstring on the configurations ``idx``: returns the
+    final (x_ok, x_bad) (x_bad NaN where the anchor "highest answers" holds)."""
+    n = idx.size
+    lo, hi = math.log(problem.limits[0]), math.log(problem.limits[1])
+    x_ok = np.full(n, np.nan)
+    x_bad = np.full(n, np.nan)
+    f_ok = np.full(n, np.nan)
+    f_bad = np.full(n, np.nan)
+    todo = np.arange(n)
+    if problem.anchor is not None:
+        edge = lo if problem.anchor == "lowest meets" else hi
+        f_edge = f(np.full(n, edge), idx)
+        counts[idx] += 1
+        meets = f_edge <= 0
+        if problem.anchor == "lowest meets":
+            if not np.all(meets):
+                j = int(np.flatnonzero(~meets)[0])
+                raise _Limit(_kind_of(f, int(idx[j]), edge, "anchor"), int(idx[j]), f"{problem.value(np.array(edge))}")
+            x_ok[:], f_ok[:] = edge, f_edge
+        else:
+            x_bad[~meets], f_bad[~meets] = edge, f_edge[~meets]
+            x_ok[meets], f_ok[meets] = edge, f_edge[meets]  # the highest rate meets it: the answer
+            todo = np.flatnonzero(~meets)
+    if todo.size:
+        sub = np.zeros(todo.size, dtype=np.int64)
+        g = lambda x, j: f(x, idx[todo[j]])  # noqa: E731
+        step = math.log(2.0) if problem.decreasing else -math.log(2.0)
+        e_ok, e_fok, e_bad, e_fbad = _expand(np.log(np.clip(problem.guess[idx[todo]], *problem.limits)), g, step, (lo, hi), sub)
+        known_ok, known_bad = ~np.isnan(x_ok[todo]), ~np.isnan(x_bad[todo])
+        e_ok = np.where(np.isnan(e_ok) & known_ok, x_ok[todo], e_ok)
+        e_fok = np.where(np.isnan(e_fok) & known_ok, f_ok[todo], e_fok)
+        e_bad = np.where(np.isnan(e_bad) & known_bad, x_bad[todo], e_bad)
+        e_fbad = np.where(np.isnan(e_fbad) & known_bad, f_bad[todo], e_fbad)
+        for missing, kind in ((np.isnan(e_ok), "never meets"), (np.isnan(e_bad), "always meets")):
+            if np.any(missing):
+                j = int(np.flatnonzero(missing)[0])
+                i, last = int(idx[todo[j]]), e_bad[j] if kind == "never meets" else e_ok[j]
+                raise _Limit(_kind_of(f, i, last, kind), i, f"{problem.value(np.array(last))}")
+        tol = problem.tol if problem.integer else np.broadcast_to(problem.tol, (idx.size,))[todo]
+        tol = 0.25 / np.exp(np.maximum(e_ok, e_bad)) if problem.integer else tol
+        e_ok, e_fok, e_bad, e_fbad = _itp(e_ok, e_fok, e_bad, e_fbad, g, tol, problem.integer, sub)
+        x_ok[todo], x_bad[todo] = e_ok, e_bad
+        counts[idx[todo]] += sub
+    return x_ok, x_bad
+
+
+def _solve(problem: _Problem, acc: _Accountant, target, delta) -> dict:
+    """Search every configuration, then check each answer as the module docstring says: both
+    ends evaluated on one grid, the rejected one's eps finite, and (PLD) the grid's own effect
+    on eps within GRID_TOLERANCE of the target, else the grid is refined (or coarsened to the
+    ends' common one) and the search run again. Raises :class:`_Limit` for a configuration
+    that hits a limit."""
+    n = target.size
+    log_target = np.log(target)
+    base = np.full(n, acc.grid)
+    counts = np.zeros(n, dtype=np.int64)
+    out = {k: np.full(n, np.nan) for k in ("x_ok", "x_bad", "eps_ok", "eps_bad", "grid")}
+    active = np.arange(n)
+    pld = acc.name == "pld"
+    for _ in range(_MAX_ROUNDS):
+        if not active.size:
+            break
+        f = _Objective(problem, log_target, base)
+        x_ok, x_bad = _search(problem, f, active, counts)
+        answered = np.isnan(x_bad)  # the anchor answers: nothing rejected
+        both = np.flatnonzero(~answered)
+        eps_ok, h_ok = f.eps(x_ok, active), f.grid_used(x_ok, active)
+        eps_bad, h_bad = np.full(active.size, np.nan), np.full(active.size, np.nan)
+        eps_bad[both], h_bad[both] = f.eps(x_bad[both], active[both]), f.grid_used(x_bad[both], active[both])
+        redo = np.zeros(active.size, dtype=bool)
+        if pld:
+            # the ends on different grids (one had to be coarsened): search again on the coarser
+            split = ~answered & (h_ok != h_bad)
+            base[active[split]] = np.fmax(h_ok, h_bad)[split]
+            redo |= split
+            for j in np.flatnonzero(~redo & ~answered & ~np.isfinite(eps_bad)):
+                raise _Limit("floor" if np.isinf(eps_bad[j]) else "grid", int(active[j]), f"{problem.value(x_bad[j])}")
+            # the grid's own effect: both ends again on a grid twice as coarse
+            check = np.flatnonzero(~redo)
+            if check.size:
+                ends = np.concatenate([x_ok[check], x_bad[check[~answered[check]]]])
+                which = np.concatenate([check, check[~answered[check]]])
+                coarse, _ = problem.eps_of(problem.value(ends), active[which], 2.0 * h_ok[which])
+                fine = np.concatenate([eps_ok[check], eps_bad[check[~answered[check]]]])
+                with np.errstate(invalid="ignore"):
+                    moved = np.abs(coarse - fine)
+                moved = np.where(np.isfinite(moved), moved, np.inf)
+                worst = np.zeros(active.size)
+                np.maximum.at(worst, which, moved)
+                counts[active[check]] += 1 + (~answered[check])
+                unresolved = check[worst[check] > GRID_TOLERANCE * target[active[check]]]
+                for j in unresolved:
+                    i = active[j]
+                    if h_ok[j] > base[i] or h_ok[j] <= acc.grid * 2.0**-20:
+                        # coarsened to fit (a finer grid does not), or refined far enough already
+                        raise _Limit("resolution", int(i), f"{h_ok[j]:g}:{worst[j]:.3g}")
+                    # error about proportional to the grid: aim at a quarter of the tolerance
+                    ratio = 4.0 * worst[j] / (GRID_TOLERANCE * target[i])
+                    factor = max(2.0, 2.0 ** math.ceil(math.log2(ratio))) if math.isfinite(ratio) else 16.0
+                    base[i] = h_ok[j] / factor
+                    redo[j] = True
+        else:
+            for j in np.flatnonzero(~answered & ~np.isfinite(eps_bad)):
+                raise _Limit("infinite", int(active[j]), "")
+        done = np.flatnonzero(~redo)
+        for key, vals in (("x_ok", x_ok), ("x_bad", x_bad), ("eps_ok", eps_ok), ("eps_bad", eps_bad), ("grid", h_ok)):
+            out[key][active[done]] = vals[done]
+        active = active[redo]
+    if active.size:
+        raise _Limit("rounds", int(active[0]), "")
+    out["counts"] = counts
+    return out
+
+
+def _explain(err: _Limit, problem: _Problem, acc: _Accountant, target, delta, fixed: str) -> ValueError:
+    """The error for a configuration that hit a limit: which limit, and who can answer."""
+    i = err.index
+    where = f"configuration {i} (target_epsilon={target[i]:g}, delta={delta[i]:g}, {fixed})"
+    lo, hi = problem.limits
+    p = problem.parameter
+    if err.kind == "anchor":
+        return ValueError(f"even steps=1 exceeds target_epsilon for {where}: no number of steps meets it")
+    if err.kind == "never meets":
+        if p == "noise_multiplier":
+            return ValueError(f"target_epsilon is not reached even with noise_multiplier={hi:g} (the top of the search range) "
+                              f"for {where}" + _why_pld(acc))
+        return ValueError(f"even sampling_rate={lo:g} (the bottom of the search range) exceeds target_epsilon for {where}"
+                          + _why_pld(acc))
+    if err.kind == "always meets":
+        if p == "noise_multiplier":
+            return ValueError(f"target_epsilon is met by every noise_multiplier >= {lo:g} for {where}: the smallest one lies "
+                              "below the search range")
+        return ValueError(f"every number of steps up to max_steps={int(hi)} meets target_epsilon for {where}; raise max_steps")
+    if err.kind == "floor":
+        return ValueError(
+            f"accountant='pld' cannot certify delta={delta[i]:g} for {where}: where the search went ({p}={err.detail}) its "
+            f"pessimistic eps is inf, because delta lies below the PLD's delta floor (the mass it must put at +inf: one "
+            f"step's loss beyond its grid and what may lie beyond the composed window, both set by tail_mass={acc.tail:g}); "
+            "use accountant='rdp', or a smaller tail_mass in pld_options")
+    if err.kind == "grid":
+        return ValueError(
+            f"accountant='pld' cannot evaluate {p}={err.detail} (where the search went) for {where}: its PLD needs an FFT of more than "
+            f"{_max_grid()} points even at value_discretization_interval={_MAX_INTERVAL:g}; use accountant='rdp'")
+    if err.kind == "resolution":
+        h, moved = err.detail.split(":")
+        return ValueError(
+            f"accountant='pld' cannot resolve target_epsilon={target[i]:g} for {where}: on its grid "
+            f"(value_discretization_interval={float(h):g}) the grid itself moves eps by {float(moved):.3g}, more than "
+            f"GRID_TOLERANCE={GRID_TOLERANCE:g} of the target, and a finer grid needs an FFT of more than {_max_grid()} points; "
+            "use accountant='rdp'")
+    if err.kind == "infinite":
+        return ValueError(f"accountant='rdp' gives eps = inf at the rejected end of the search for {where}; no calibration")
+    return ValueError(f"the calibration of {where} did not settle after {_MAX_ROUNDS} changes of its PLD grid; use accountant='rdp'")
+
+
+def _why_pld(acc: _Accountant) -> str:
+    return "" if acc.name != "pld" else " (as computed by accountant='pld'; accountant='rdp' may reach it where the PLD's grid cannot)"
+
+
+def _max_grid() -> int:
+    from .composition.pld_bracket import MAX_GRID
+
+    return MAX_GRID
+
+
+def _calibrate(problem: _Problem, acc: _Accountant, shape, target, delta, fixed_names: dict) -> Calibration:
+    try:
+        res = _solve(problem, acc, target, delta)
+    except _Limit as err:
+        fixed = ", ".join(f"{k}={_validate._fmt(np.broadcast_to(v, target.shape)[err.index].item())}" for k, v in fixed_names.items())
+        raise _explain(err, problem, acc, target, delta, fixed) from None
+    value = problem.value(res["x_ok"])
+    rejected = np.where(np.isnan(res["x_bad"]), np.nan, problem.value(np.where(np.isnan(res["x_bad"]), 0.0, res["x_bad"])))
+    if problem.integer:
+        rejected = rejected.astype(np.int64)
+    grid = None if acc.name == "rdp" else res["grid"]
+    arrays = [value, res["eps_ok"], rejected, res["eps_bad"], target, delta, res["counts"]] + ([grid] if grid is not None else [])
+    if shape == ():
+        arrays = [a.reshape(()).item() for a in arrays]
+    else:
+        arrays = [a.reshape(shape) for a in arrays]
+    if grid is None:
+        arrays.append(None)
+    return Calibration(problem.parameter, *arrays[:7], acc.calls, acc.name, arrays[7])
 
 
 # ------------------------------------------------------------------------------------------
@@ -342,40 +608,19 @@ def calibrate_noise_multiplier(
     ``sampling_rate``, is <= ``target_epsilon`` (never above it, as computed by ``accountant``),
     to relative precision ``rtol`` (the returned ``rejected`` noise, within ``rtol`` below,
     exceeds the target). Arguments broadcast; a batch is solved together. ``orders`` is for
-    ``accountant="rdp"``; ``pld_options`` are passed to ``pld_curve``. Searches noise multipliers
-    in [0.01, 1e9] and raises if the target is met below (or not met at) its ends.
+    ``accountant="rdp"``; ``pld_options`` (``value_discretization_interval``, ``tail_mass``,
+    ``mechanism``) for ``accountant="pld"``, whose grid follows the candidate (module
+    docstring). Searches noise multipliers in [0.01, 1e9] and raises if the target is met
+    below (or not met at) its ends, or if a limit of the accountant decides instead of the
+    target (the error names it and the accountant that can answer).
     """
-    target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
-    q, t = _rates(sampling_rate), _steps(steps)
+    shape, target, d, (q, t), acc = _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options,
+                                           (_rates, sampling_rate), (_steps, steps))
     rtol = _validate.in_range("rtol", rtol, 0.0, 0.1, low_open=True)
-    shape = np.broadcast_shapes(target.shape, d.shape, q.shape, t.shape)
-    target, d, q, t = (np.broadcast_to(v, shape).ravel() for v in (target, d, q, t))
-    acc = _Accountant(accountant, adj, d, orders, sampling, pld_options)
-    log_target = np.log(target)
-    counts = np.zeros(target.size, dtype=np.int64)
-
-    f = _Objective(lambda x, idx: acc.epsilon(np.exp(x), q[idx], t[idx], idx), log_target)
-
     # first guess: the zCDP approximation sigma = q sqrt(steps / (2 rho))
-    guess = np.clip(q * np.sqrt(t / (2.0 * _rho(target, d))), *_NOISE_RANGE)
-    limits = (math.log(_NOISE_RANGE[0]), math.log(_NOISE_RANGE[1]))
-    x_ok, f_ok, x_bad, f_bad = _expand(np.log(guess), f, math.log(2.0), limits, counts)
-    if np.any(np.isnan(x_ok)):
-        bad = np.flatnonzero(np.isnan(x_ok))
-        raise ValueError(
-            f"target_epsilon is not reached even with noise_multiplier={_NOISE_RANGE[1]:g} for configuration(s) "
-            f"{bad[:5].tolist()} (target_epsilon={target[bad[:5]].tolist()}, delta={d[bad[:5]].tolist()})"
-        )
-    if np.any(np.isnan(x_bad)):
-        bad = np.flatnonzero(np.isnan(x_bad))
-        raise ValueError(
-            f"target_epsilon is met by every noise_multiplier >= {_NOISE_RANGE[0]:g} for configuration(s) "
-            f"{bad[:5].tolist()} (target_epsilon={target[bad[:5]].tolist()}): the smallest one lies below the search range"
-        )
-    tol = 0.5 * math.log1p(rtol)
-    x_ok, f_ok, x_bad, f_bad = _itp(x_ok, f_ok, x_bad, f_bad, f, tol, False, counts)
-    value, rejected = np.exp(x_ok), np.exp(x_bad)
-    return _finish("noise_multiplier", acc, shape, value, f.eps(x_ok), rejected, f.eps(x_bad), target, d, counts)
+    problem = _Problem("noise_multiplier", True, False, _NOISE_RANGE, q * np.sqrt(t / (2.0 * _rho(target, d))),
+                       lambda v, idx, h: acc.epsilon(v, q[idx], t[idx], idx, h), 0.5 * math.log1p(rtol))
+    return _calibrate(problem, acc, shape, target, d, {"sampling_rate": q, "steps": t})
 
 
 @_validate.arguments(target_epsilon="numbers", delta="numbers", noise_multiplier="numbers", sampling_rate="numbers", max_steps="int", orders="array?")
@@ -394,53 +639,27 @@ def calibrate_steps(
 ) -> Calibration:
     """The largest number of steps whose eps at ``delta`` is <= ``target_epsilon`` (as computed
     by ``accountant``; ``rejected`` = value + 1 exceeds it). Integers throughout. Raises if even
-    one step exceeds the target, or if ``max_steps`` steps still meet it."""
-    target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
-    s, q = _noises(noise_multiplier), _rates(sampling_rate)
+    one step exceeds the target, if ``max_steps`` steps still meet it, or if a limit of the
+    accountant decides instead of the target."""
+    shape, target, d, (s, q), acc = _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options,
+                                           (_noises, noise_multiplier), (_rates, sampling_rate))
     max_steps = _validate.positive_int("max_steps", max_steps)
-    shape = np.broadcast_shapes(target.shape, d.shape, s.shape, q.shape)
-    target, d, s, q = (np.broadcast_to(v, shape).ravel() for v in (target, d, s, q))
-    acc = _Accountant(accountant, adj, d, orders, sampling, pld_options)
-    log_target = np.log(target)
-    counts = np.zeros(target.size, dtype=np.int64)
-    cache = {}
     if accountant == "rdp":
         # the per-step RDP does not depend on the number of steps: compute it once
-        cache["orders"], cache["rdp"] = acc.per_step_rdp(s, q)
+        from .conversions import rdp_to_epsilon
 
-    def eps_at(n, idx):
-        if accountant == "rdp":
-            from .conversions import rdp_to_epsilon
+        orders_held, per_step = acc.per_step_rdp(s, q)
 
+        def eps_of(n, idx, h):
             acc.calls += 1
-            return rdp_to_epsilon(cache["orders"], n[:, None] * cache["rdp"][idx], d[idx])
-        return acc.epsilon(s[idx], q[idx], n.astype(np.int64), idx)
+            return rdp_to_epsilon(orders_held, n[:, None] * per_step[idx], d[idx]), np.full(idx.size, math.nan)
+    else:
+        def eps_of(n, idx, h):
+            return acc.epsilon(s[idx], q[idx], n, idx, h)
 
-    f = _Objective(lambda x, idx: eps_at(np.round(np.exp(x)), idx), log_target)
-
-    all_idx = np.arange(target.size)
-    one = f(np.zeros(target.size), all_idx)
-    counts += 1
-    if np.any(one > 0):
-        bad = np.flatnonzero(one > 0)
-        raise ValueError(
-            f"even steps=1 exceeds target_epsilon for configuration(s) {bad[:5].tolist()} "
-            f"(eps at one step {f.eps(np.zeros(target.size))[bad[:5]].tolist()} > target_epsilon={target[bad[:5]].tolist()})"
-        )
-    guess = np.clip(np.round(_rho(target, d) * 2.0 * s**2 / q**2), 1, max_steps)
-    limits = (0.0, math.log(max_steps))
-    x_ok, f_ok, x_bad, f_bad = _expand(np.log(guess), f, -math.log(2.0), limits, counts)
-    x_ok = np.where(np.isnan(x_ok), 0.0, x_ok)  # steps = 1 is known to meet the target
-    f_ok = np.where(np.isnan(f_ok), one, f_ok)
-    if np.any(np.isnan(x_bad)):
-        bad = np.flatnonzero(np.isnan(x_bad))
-        raise ValueError(
-            f"every number of steps up to max_steps={max_steps} meets target_epsilon for configuration(s) "
-            f"{bad[:5].tolist()}; raise max_steps"
-        )
-    x_ok, f_ok, x_bad, f_bad = _itp(x_ok, f_ok, x_bad, f_bad, f, 0.25 / np.exp(x_bad), True, counts)
-    value, rejected = np.round(np.exp(x_ok)).astype(np.int64), np.round(np.exp(x_bad)).astype(np.int64)
-    return _finish("steps", acc, shape, value, f.eps(x_ok), rejected, f.eps(x_bad), target, d, counts)
+    problem = _Problem("steps", False, True, (1, max_steps), np.round(_rho(target, d) * 2.0 * s**2 / q**2), eps_of, None,
+                       anchor="lowest meets")
+    return _calibrate(problem, acc, shape, target, d, {"noise_multiplier": s, "sampling_rate": q})
 
 
 @_validate.arguments(target_epsilon="numbers", delta="numbers", noise_multiplier="numbers", steps="ints", rtol="number", orders="array?")
@@ -459,48 +678,14 @@ def calibrate_sampling_rate(
 ) -> Calibration:
     """The largest Poisson sampling rate in (0, 1] whose eps at ``delta`` is <= ``target_epsilon``
     (as computed by ``accountant``), to relative precision ``rtol``; 1.0 if full batches meet
-    the target. Raises if even a rate of 1e-12 exceeds it."""
-    target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
-    s, t = _noises(noise_multiplier), _steps(steps)
+    the target. Raises if even a rate of 1e-12 exceeds it, or if a limit of the accountant
+    decides instead of the target."""
+    shape, target, d, (s, t), acc = _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options,
+                                           (_noises, noise_multiplier), (_steps, steps))
     rtol = _validate.in_range("rtol", rtol, 0.0, 0.1, low_open=True)
-    shape = np.broadcast_shapes(target.shape, d.shape, s.shape, t.shape)
-    target, d, s, t = (np.broadcast_to(v, shape).ravel() for v in (target, d, s, t))
-    acc = _Accountant(accountant, adj, d, orders, sampling, pld_options)
-    log_target = np.log(target)
-    counts = np.zeros(target.size, dtype=np.int64)
-
-    f = _Objective(lambda x, idx: acc.epsilon(s[idx], np.minimum(np.exp(x), 1.0), t[idx], idx), log_target)
-
-    all_idx = np.arange(target.size)
-    full = f(np.zeros(target.size), all_idx)
-    counts += 1
-    value = np.ones(target.size)
-    eps_v = f.eps(np.zeros(target.size))
-    rejected = np.full(target.size, np.nan)
-    eps_r = np.full(target.size, np.nan)
-    todo = np.flatnonzero(full > 0)
-    if todo.size:
-        sub_counts = np.zeros(todo.size, dtype=np.int64)
-
-        def g(x, idx):
-            return f(x, todo[idx])
-
-        guess = np.minimum(s[todo] * np.sqrt(2.0 * _rho(target[todo], d[todo]) / t[todo]), 0.5)
-        limits = (math.log(_RATE_MIN), 0.0)
-        x_ok, f_ok, x_bad, f_bad = _expand(np.log(guess), g, -math.log(2.0), limits, sub_counts)
-        x_bad = np.where(np.isnan(x_bad), 0.0, x_bad)  # rate 1 is known to exceed the target
-        f_bad = np.where(np.isnan(f_bad), full[todo], f_bad)
-        if np.any(np.isnan(x_ok)):
-            bad = todo[np.isnan(x_ok)]
-            raise ValueError(
-                f"even sampling_rate={_RATE_MIN:g} exceeds target_epsilon for configuration(s) {bad[:5].tolist()} "
-                f"(target_epsilon={target[bad[:5]].tolist()})"
-            )
-        x_ok, f_ok, x_bad, f_bad = _itp(x_ok, f_ok, x_bad, f_bad, g, 0.5 * math.log1p(rtol), False, sub_counts)
-        value[todo], eps_v[todo] = np.exp(x_ok), f.eps(x_ok, todo)
-        rejected[todo], eps_r[todo] = np.minimum(np.exp(x_bad), 1.0), f.eps(x_bad, todo)
-        counts[todo] += sub_counts
-    return _finish("sampling_rate", acc, shape, value, eps_v, rejected, eps_r, target, d, counts)
+    problem = _Problem("sampling_rate", False, False, (_RATE_MIN, 1.0), np.minimum(s * np.sqrt(2.0 * _rho(target, d) / t), 0.5),
+                       lambda v, idx, h: acc.epsilon(s[idx], v, t[idx], idx, h), 0.5 * math.log1p(rtol), anchor="highest answers")
+    return _calibrate(problem, acc, shape, target, d, {"noise_multiplier": s, "steps": t})
 
 
-__all__ = ["ACCOUNTANTS", "Calibration", "calibrate_noise_multiplier", "calibrate_sampling_rate", "calibrate_steps"]
+__all__ = ["ACCOUNTANTS", "GRID_TOLERANCE", "Calibration", "calibrate_noise_multiplier", "calibrate_sampling_rate", "calibrate_steps"]

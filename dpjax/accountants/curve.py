@@ -63,7 +63,7 @@ class PrivacyCurve:
     rdp: Optional[np.ndarray] = None
     epsilons: Optional[np.ndarray] = None
     deltas: Optional[np.ndarray] = None
-    pld: Optional[object] = None  # a pld_accountant.PLDBracket (pessimistic and optimistic PLDs)
+    pld: Optional[object] = None  # a composition.pld_bracket.PLDBracket (pessimistic and optimistic PLDs)
     provenance: Provenance = dataclasses.field(default=Provenance("unspecified"), metadata=dict(static=True))
 
     # --- construction -------------------------------------------------------------------
@@ -91,7 +91,7 @@ class PrivacyCurve:
     def from_pld(cls, bracket, provenance: Provenance) -> "PrivacyCurve":
         """A curve backed by privacy-loss distributions (:func:`dpjax.accountants.pld_curve`):
         ``epsilon``/``delta`` are the pessimistic values, :meth:`optimistic` the companion."""
-        from .pld_accountant import PLDBracket
+        from .composition.pld_bracket import PLDBracket
 
         if not isinstance(bracket, PLDBracket):
             raise TypeError(f"bracket must be a PLDBracket; got {type(bracket).__name__}")
@@ -149,6 +149,7 @@ class PrivacyCurve:
         From a profile on a grid the answer is the smallest grid eps whose delta is <= the
         target (rounded up to the grid, so it stays a valid guarantee).
         """
+        _validate.one_of("conversion", conversion, conversions.CONVERSIONS)  # checked on every kind of curve (a typo is never ignored)
         candidates = []
         if self.has_rdp:
             candidates.append(conversions.rdp_to_epsilon(self.orders, self.rdp, delta, conversion))
@@ -167,6 +168,7 @@ class PrivacyCurve:
     @_validate.arguments(epsilon="numbers")
     def delta(self, epsilon, conversion: str = "balle") -> np.ndarray:
         """Smallest delta this curve certifies at ``epsilon``."""
+        _validate.one_of("conversion", conversion, conversions.CONVERSIONS)
         candidates = []
         if self.has_rdp:
             candidates.append(conversions.rdp_to_delta(self.orders, self.rdp, epsilon, conversion))
@@ -264,6 +266,11 @@ class PrivacyCurve:
     def compose(self, other: "PrivacyCurve", provenance: Optional[Provenance] = None) -> "PrivacyCurve":
         """Adaptive composition: RDP values add at each order (orders must match); PLD curves
         compose by convolving their privacy-loss distributions (FFT)."""
+        if not isinstance(other, PrivacyCurve):
+            raise TypeError(f"other={_validate._fmt(other)} violates other a PrivacyCurve: compose() composes two curves, "
+                            f"got {type(other).__name__}")
+        if provenance is not None and not isinstance(provenance, Provenance):
+            raise TypeError(f"provenance={_validate._fmt(provenance)} violates provenance a Provenance (or None)")
         if self.has_pld and other.has_pld:
             prov = provenance or Provenance(
                 result=f"composition of [{self.provenance.result}] and [{other.provenance.result}] (PLD convolution)",

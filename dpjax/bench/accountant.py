@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from ..accountants import rdp_to_epsilon, subsampled_gaussian_rdp
-from ..accountants.noisy_sgd import DEFAULT_ORDERS
+from ..accountants.composition.rdp import DEFAULT_ORDERS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _model(name: str, dim: int):
-    from ..experiments._contamination_regression import DEFAULT_SCALES, default_theta_star
+    from ..experiments.contamination._regression import DEFAULT_SCALES, default_theta_star
     from ..models.contamination import logistic_regression_contamination
     from ..models.contamination_regression import cauchy_regression_contamination, linear_regression_contamination
 
@@ -50,7 +50,7 @@ def _model(name: str, dim: int):
 
 
 def _grid_per_axis(name: str, dim: int) -> int:
-    from ..experiments._contamination_regression import auto_grid_per_axis
+    from ..experiments.contamination._regression import auto_grid_per_axis
 
     return auto_grid_per_axis(dim, 2 if name == "logistic" else 41)
 

@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from ..accountants.gaussian_divergence import analytic_gaussian_delta, analytic_gaussian_epsilon
+from ..accountants.mechanisms.gaussian_divergence import analytic_gaussian_delta, analytic_gaussian_epsilon
 from ..estimators import epsilon_lower_bound, privacy_loss_profile
 
 

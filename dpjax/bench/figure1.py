@@ -4,7 +4,7 @@ Cyclic SGLD on the eq. 7 pair at the paper's n = 1,149,019 by default (29 epochs
 steps: the epoch k̇ + 1 that paper 000's Lemma A.4 tests), ``--pairs`` coupled chain pairs,
 recording every ``--epochs`` epoch end. Reports pair-steps/s and, at each recorded epoch, the
 95% lower bound on eps(delta) measured from the chains beside the exact tight eps (Gaussian vs
-n-component mixture, :mod:`dpjax.accountants.cyclic_sgld`) and the bound's ceiling at this
+n-component mixture, :mod:`dpjax.accountants.samplers.cyclic_sgld`) and the bound's ceiling at this
 number of pairs. The baseline of the same run is the exact accountant's time for the same
 epochs (the chains are the measurement; the exact curve is what they must stay below).
 """
@@ -37,10 +37,10 @@ def run(args) -> dict:
     import jax.numpy as jnp
 
     from .. import run_coupled
-    from ..accountants import cyclic_sgld as cs
-    from ..accountants import mixture as mx
+    from ..accountants.samplers import cyclic_sgld as cs
+    from ..accountants.mechanisms import mixture as mx
     from ..estimators import epsilon_lower_bound
-    from ..experiments.sgld_interim_mc import eq7_coupled_setup
+    from ..experiments.sgld_interim.monte_carlo import eq7_coupled_setup
 
     epochs = sorted(set(args.epochs))
     if not epochs or epochs[0] < 1:

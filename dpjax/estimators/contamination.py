@@ -47,6 +47,7 @@ import numpy as np
 from scipy import stats
 
 from .. import _validate as V
+from .statistics import check_confidence
 from .._x64 import float64
 from ..models.contamination import ContaminationModel, check_contamination_rate
 
@@ -636,6 +637,7 @@ def quantile_order_statistic_interval(values: np.ndarray, q: float, confidence: 
     P(X_(l) <= xi_q <= X_(u)) >= P(l <= B < u), B ~ Binomial(K, q), with equal tails of at most
     (1 - confidence)/2. An end that no order statistic attains is returned as -inf / +inf.
     Returns (low, high, actual coverage)."""
+    confidence = check_confidence(confidence)
     x = np.sort(np.asarray(values, dtype=float))
     k = x.shape[0]
     tail = (1.0 - confidence) / 2.0

@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import _validate as V
+from .statistics import check_confidence
 
 
 def theorem4_rate(rate_exponent: float) -> float:
@@ -85,7 +86,7 @@ def decay_rate_fit(
     if len(per_dataset) != n.size:
         raise ValueError(f"per_dataset has {len(per_dataset)} entries; it needs one per n ({n.size})")
     q = V.in_range("quantile", quantile, 0.0, 1.0, low_open=True, high_open=True)
-    conf = V.in_range("confidence", confidence, 0.0, 1.0, low_open=True, high_open=True)
+    conf = check_confidence(confidence)
     bootstrap = V.nonnegative_int("bootstrap", bootstrap)
     targets = tuple(float(V.positive("extrapolate_to", t)) for t in extrapolate_to)
     samples = [np.asarray(v, dtype=float) for v in per_dataset]

@@ -18,9 +18,11 @@ from typing import Optional, Sequence
 
 import numpy as np
 from scipy import optimize, stats
+from scipy.ndimage import minimum_filter1d
 
 from .. import _validate
-from .statistics import Statistic, apply_in_chunks, check_confidence, check_delta, check_pair, fit_statistic
+from .samples import SplitPair, split_pair, value_range
+from .statistics import Statistic, check_confidence, check_delta
 
 DIRECTIONS = ("P vs Q", "Q vs P")
 TAILS = ("upper", "lower")
@@ -149,6 +151,8 @@ def _check_holdout(name: str, value) -> int:
     return v
 
 
+# Neighbouring candidate thresholds whose worst selection-split value ranks a set (see certify).
+SELECTION_WINDOW = 9
 # More candidate thresholds than this per tail only repeats thresholds (and costs memory).
 MAX_CANDIDATES_PER_TAIL = 10**6
 
@@ -174,10 +178,6 @@ def _tail_counts(sorted_t: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     return np.stack([upper, lower], axis=-1).astype(np.float64)
 
 
-def _in_set(t: np.ndarray, tail: str, threshold: float) -> int:
-    return int(np.count_nonzero(t > threshold if tail == "upper" else t < threshold))
-
-
 def epsilon_lower_bound(
     samples_p,
     samples_q,
@@ -198,7 +198,7 @@ def epsilon_lower_bound(
             chain pair, as ``run_coupled`` produces): when n_p == n_q the rows are permuted
             and split together, so pairs never straddle the split. Non-finite values raise.
         delta: in (0, 1).
-        confidence: in (0, 1); the probability (over the samples and ``seed``) that the
+        confidence: in [0.5, 1); the probability (over the samples and ``seed``) that the
             returned bound does not exceed the true eps(delta) of the pair (D, D').
         statistic: the 1-D statistic t (see :func:`~dpjax.estimators.statistics.fit_statistic`):
             fitted on the selection split only.
@@ -239,7 +239,7 @@ def epsilon_lower_bound(
 
     oracle = None
     if reference is not None:
-        oracle = oracle_lower_bound(reference[0], reference[1], split.h_p, split.h_q, delta, confidence, split.value_range)
+        oracle = oracle_lower_bound(reference[0], reference[1], split.h_p, split.h_q, delta, confidence, value_range(split.p, split.q))
 
     return LowerBoundResult(
         epsilon=max(eps, 0.0),
@@ -264,62 +264,42 @@ def epsilon_lower_bound(
 
 @dataclasses.dataclass(frozen=True)
 class _Split:
-    """Samples split into a selection and a held-out part, with the statistic fitted on the
-    selection part: sorted selection values, held-out values, sizes."""
+    """Samples split into a selection and a held-out part (:class:`~.samples.SplitPair`), the
+    candidate thresholds chosen from the selection part, and the held-out counts in both tails
+    of every candidate (counted once, in chunks)."""
 
-    t_sel_p: np.ndarray
-    t_sel_q: np.ndarray
-    t_hold_p: np.ndarray
-    t_hold_q: np.ndarray
-    m_p: int
-    m_q: int
-    h_p: int
-    h_q: int
+    pair: SplitPair
     thresholds: np.ndarray
-    statistic: str
-    dim: int
-    value_range: tuple
+    holdout_counts_p: np.ndarray  # (len(thresholds), 2) over TAILS
+    holdout_counts_q: np.ndarray
+
+    def __getattr__(self, name):  # t_sel_p, m_p, h_p, statistic, dim, ... of the split
+        if name == "pair":
+            raise AttributeError(name)
+        return getattr(self.pair, name)
+
+    def holdout_count(self, tail: str, threshold: float) -> tuple[int, int]:
+        """Held-out counts in {t > threshold} ("upper") or {t < threshold} ("lower"), each side."""
+        j = int(np.searchsorted(self.thresholds, threshold))
+        k = TAILS.index(tail)
+        if j < self.thresholds.size and self.thresholds[j] == threshold:
+            return int(self.holdout_counts_p[j, k]), int(self.holdout_counts_q[j, k])
+        counts_p, counts_q = self.pair.holdout_tail_counts(np.array([threshold]))
+        return int(counts_p[0, k]), int(counts_q[0, k])
 
 
 def split_and_fit(samples_p, samples_q, statistic, selection_fraction, candidates_per_tail, seed) -> _Split:
-    """Steps 1 and the statistic of :func:`epsilon_lower_bound`: validate, permute and split the
-    rows (coupled rows together when n_p == n_q), fit t on the selection part, and list the
-    candidate thresholds."""
-    selection_fraction = _validate.in_range("selection_fraction", selection_fraction, 0.0, 1.0, low_open=True, high_open=True)
+    """Steps 1 and the statistic of :func:`epsilon_lower_bound`: validate, split the rows
+    (coupled rows together when n_p == n_q; see :func:`~.samples.split_pair`), fit t on the
+    selection part, list the candidate thresholds and count the held-out rows in both tails of
+    each (in chunks: memory O(chunk), whatever the sample size)."""
     candidates_per_tail = _validate.positive_int("candidates_per_tail", candidates_per_tail)
     if candidates_per_tail > MAX_CANDIDATES_PER_TAIL:
         raise ValueError(f"candidates_per_tail={candidates_per_tail} violates candidates_per_tail <= {MAX_CANDIDATES_PER_TAIL}")
-    seed = _validate.seed("seed", seed)
-    x_p, x_q = check_pair(samples_p, samples_q, min_samples=4)
-    n_p, n_q = x_p.shape[0], x_q.shape[0]
-    rng = np.random.default_rng(seed)
-    perm_p = rng.permutation(n_p)
-    perm_q = perm_p if n_q == n_p else rng.permutation(n_q)
-    m_p = min(max(1, int(selection_fraction * n_p)), n_p - 1)
-    m_q = min(max(1, int(selection_fraction * n_q)), n_q - 1)
-    sel_p, hold_p = x_p[perm_p[:m_p]], x_p[perm_p[m_p:]]
-    sel_q, hold_q = x_q[perm_q[:m_q]], x_q[perm_q[m_q:]]
-
-    t_fn = fit_statistic(statistic, sel_p, sel_q)
-    stat_name = statistic if isinstance(statistic, str) else getattr(statistic, "__name__", "callable")
-    if stat_name == "auto":
-        stat_name = "identity" if x_p.shape[1] == 1 else "lda"
-    t_sel_p = np.sort(apply_in_chunks(t_fn, sel_p))
-    t_sel_q = np.sort(apply_in_chunks(t_fn, sel_q))
-    return _Split(
-        t_sel_p=t_sel_p,
-        t_sel_q=t_sel_q,
-        t_hold_p=apply_in_chunks(t_fn, hold_p),
-        t_hold_q=apply_in_chunks(t_fn, hold_q),
-        m_p=m_p,
-        m_q=m_q,
-        h_p=n_p - m_p,
-        h_q=n_q - m_q,
-        thresholds=_candidate_thresholds(t_sel_p, t_sel_q, candidates_per_tail),
-        statistic=stat_name,
-        dim=x_p.shape[1],
-        value_range=(float(min(x_p.min(), x_q.min())), float(max(x_p.max(), x_q.max()))),
-    )
+    pair = split_pair(samples_p, samples_q, statistic, selection_fraction, seed, min_samples=4)
+    thresholds = _candidate_thresholds(pair.t_sel_p, pair.t_sel_q, candidates_per_tail)
+    counts_p, counts_q = pair.holdout_tail_counts(thresholds)
+    return _Split(pair, thresholds, counts_p, counts_q)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -345,6 +325,7 @@ def certify(split: _Split, objective, alpha_each: float) -> _Certified:
     part.
     """
     t_sel_p, t_sel_q, thresholds = split.t_sel_p, split.t_sel_q, split.thresholds
+    holdout_p, holdout_q = split.holdout_counts_p, split.holdout_counts_q
 
     def limits(k_p, k_q, n_p, n_q):
         return (
@@ -357,17 +338,29 @@ def certify(split: _Split, objective, alpha_each: float) -> _Certified:
     # The objective is the confidence bound itself computed on the selection split at its own
     # size (not the plug-in eps, and not selection proportions rescaled to the held-out size):
     # the argmax of a rescaled estimate chases sets whose rare-side count was low by chance
-    # and then fails on the held-out part; the selection-size bound penalises such sets.
+    # and then fails on the held-out part; the selection-size bound penalises such sets. The
+    # window of SELECTION_WINDOW neighbouring thresholds whose worst value is best is chosen
+    # first (a set whose neighbours certify as much is not a lucky count: the winner's curse of
+    # an argmax over hundreds of noisy values), then its best threshold. On N(0,1) vs N(0.5,1)
+    # at 1e5 samples and delta = 1e-3 this certified 94% of what the ideal threshold certifies
+    # on the same held-out samples, against 89% for the plain argmax (10 repetitions; unchanged
+    # within noise at mu = 1, 2, 3).
     predicted = objective(*limits(_tail_counts(t_sel_p, thresholds), _tail_counts(t_sel_q, thresholds), split.m_p, split.m_q))
     if thresholds.size == 0 or not np.any(np.isfinite(predicted)):
         # Nothing looks certifiable; test the median split (still a valid, if weak, bound).
-        thresholds = np.array([np.median(np.concatenate([t_sel_p, t_sel_q]))])
-        best = (0, 0, 0)
+        threshold, tail, direction = float(np.median(np.concatenate([t_sel_p, t_sel_q]))), TAILS[0], DIRECTIONS[0]
+        c_p, c_q = split.holdout_count(tail, threshold)
     else:
-        best = np.unravel_index(int(np.argmax(predicted)), predicted.shape)
-    threshold = float(thresholds[best[0]])
-    tail, direction = TAILS[best[1]], DIRECTIONS[best[2]]
-    c_p, c_q = _in_set(split.t_hold_p, tail, threshold), _in_set(split.t_hold_q, tail, threshold)
+        raw = np.where(np.isfinite(predicted), predicted, -np.finfo(np.float64).max)
+        robust = minimum_filter1d(raw, size=SELECTION_WINDOW, axis=0, mode="nearest")
+        best = list(np.unravel_index(int(np.argmax(robust)), robust.shape))
+        # within the winning window, its best threshold (a lone perfect gap, e.g. separated
+        # samples, is found again)
+        lo, hi = max(best[0] - SELECTION_WINDOW // 2, 0), min(best[0] + SELECTION_WINDOW // 2 + 1, thresholds.size)
+        best[0] = lo + int(np.argmax(raw[lo:hi, best[1], best[2]]))
+        threshold = float(thresholds[best[0]])
+        tail, direction = TAILS[best[1]], DIRECTIONS[best[2]]
+        c_p, c_q = int(holdout_p[best[0], best[1]]), int(holdout_q[best[0], best[1]])
     lo_p, hi_p, lo_q, hi_q = (float(v) for v in limits(c_p, c_q, split.h_p, split.h_q))
     value = float(objective(np.asarray(lo_p), np.asarray(hi_p), np.asarray(lo_q), np.asarray(hi_q))[DIRECTIONS.index(direction)])
     return _Certified(value, direction, tail, threshold, c_p, c_q, (lo_p, hi_p), (lo_q, hi_q))
@@ -381,6 +374,25 @@ def binary_renyi(p, q, order):
         second = np.where(p < 1, order * np.log1p(-p) + (1 - order) * np.log1p(-q), -np.inf)
         out = np.logaddexp(first, second) / (order - 1.0)
     return np.where(np.isnan(out), np.inf, out)
+
+
+def _renyi_objective(order: float):
+    def objective(lo_p, hi_p, lo_q, hi_q):
+        pq = np.where(lo_p > hi_q, binary_renyi(lo_p, hi_q, order), -np.inf)
+        qp = np.where(lo_q > hi_p, binary_renyi(lo_q, hi_p, order), -np.inf)
+        return np.stack([pq, qp], axis=-1)
+
+    return objective
+
+
+def _check_orders(orders) -> np.ndarray:
+    a = np.atleast_1d(_validate.real_array("orders", orders))
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"orders must be a non-empty 1-D array; got shape {np.shape(orders)}")
+    bad = a[~(np.isfinite(a) & (a > 1))]
+    if bad.size:
+        raise ValueError(f"orders={bad[:5].tolist()} violate 1 < order < inf")
+    return a
 
 
 def renyi_lower_bounds(
@@ -401,21 +413,71 @@ def renyi_lower_bounds(
     binary divergence grows with P(S) and falls with Q(S) while P(S) > Q(S); so at the
     Clopper–Pearson limits p_lo > q_hi it is below the truth whenever both limits hold, which
     fails with probability <= 1 - ``confidence`` (per order: the sets are chosen per order on
-    the selection part). 0 where nothing is certified.
+    the selection part). 0 where nothing is certified. :func:`rdp_lower_bound` makes the
+    orders hold together.
     """
-    confidence = check_confidence(confidence)
-    a = np.atleast_1d(np.asarray(orders, dtype=np.float64))
-    split = split_and_fit(samples_p, samples_q, statistic, selection_fraction, candidates_per_tail, seed)
-    alpha_each = (1.0 - confidence) / 2.0
-    out = np.zeros(a.size)
-    for i, order in enumerate(a):
-        def objective(lo_p, hi_p, lo_q, hi_q, order=order):
-            pq = np.where(lo_p > hi_q, binary_renyi(lo_p, hi_q, order), -np.inf)
-            qp = np.where(lo_q > hi_p, binary_renyi(lo_q, hi_p, order), -np.inf)
-            return np.stack([pq, qp], axis=-1)
+    _, values, _ = _certify_orders(samples_p, samples_q, orders, confidence, statistic, selection_fraction, candidates_per_tail, seed, together=False)
+    return np.maximum(values, 0.0)
 
-        out[i] = max(certify(split, objective, alpha_each).value, 0.0)
-    return out
+
+def _certify_orders(samples_p, samples_q, orders, confidence, statistic, selection_fraction, candidates_per_tail, seed, together: bool):
+    """(orders, certified value per order (-inf: none), split): one split, one set per order;
+    ``together``: the error budget split over the orders (Bonferroni) so all hold at once."""
+    confidence = check_confidence(confidence)
+    a = _check_orders(orders)
+    split = split_and_fit(samples_p, samples_q, statistic, selection_fraction, candidates_per_tail, seed)
+    alpha_each = (1.0 - confidence) / (2.0 * (a.size if together else 1))
+    return a, np.array([certify(split, _renyi_objective(order), alpha_each).value for order in a]), split
+
+
+@dataclasses.dataclass(frozen=True)
+class RDPLowerBound:
+    """Outcome of :func:`rdp_lower_bound`: per order, a lower confidence limit on the pair's RDP
+    max(D_a(P||Q), D_a(Q||P)); all orders hold together with probability >= ``confidence``.
+    ``certified`` is False where the samples certify nothing at that order (``rdp`` 0 there: the
+    sample does not reach the region that carries the divergence)."""
+
+    orders: np.ndarray
+    rdp: np.ndarray
+    certified: np.ndarray
+    confidence: float
+    statistic: str
+    holdout_p: int
+    holdout_q: int
+
+    def summary(self) -> str:
+        from .. import _display
+
+        return _display.rdp_lower_bound_summary(self)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+
+def rdp_lower_bound(
+    samples_p,
+    samples_q,
+    orders,
+    *,
+    confidence: float = 0.95,
+    statistic: Statistic = "auto",
+    selection_fraction: float = 0.2,
+    candidates_per_tail: int = 400,
+    seed: int = 0,
+) -> RDPLowerBound:
+    """Lower confidence limits on the RDP of the pair at several orders, valid together.
+
+    :func:`renyi_lower_bounds`' recipe per order, with the error budget split over the K orders
+    (each order's two Clopper–Pearson limits at level (1 - confidence) / (2K)), so every order's
+    limit holds at once with probability >= ``confidence`` (exact; any samples, numpy or JAX,
+    counted in chunks). Orders the samples cannot resolve are reported as not certified.
+    """
+    a, values, split = _certify_orders(samples_p, samples_q, orders, confidence, statistic, selection_fraction, candidates_per_tail, seed, together=True)
+    certified = np.isfinite(values) & (values > 0)
+    return RDPLowerBound(
+        orders=a, rdp=np.where(certified, values, 0.0), certified=certified, confidence=check_confidence(confidence),
+        statistic=split.statistic, holdout_p=split.h_p, holdout_q=split.h_q,
+    )
 
 
 def oracle_lower_bound(

@@ -97,9 +97,15 @@ class PrivacyLossAccumulator:
         )
 
     def update(self, log_ratio_chunk) -> "PrivacyLossAccumulator":
-        """Fold in a chunk of privacy-loss samples L (any shape; flattened), drawn under P."""
+        """Fold in a chunk of privacy-loss samples L (a 1-D array), drawn under P."""
         name = f"log_ratio chunk {self.chunks_seen}"
-        arr = _validate.finite_array(name, _validate.real_array(name, log_ratio_chunk).reshape(-1))
+        arr = _validate.real_array(name, log_ratio_chunk)
+        if arr.ndim > 1:
+            # a (chains, steps) or (steps, chains) array holds draws of different losses: pooling
+            # them silently would estimate a mixture nobody asked for
+            raise ValueError(f"{name} has shape {arr.shape}; it must be a 1-D array of draws of one privacy loss "
+                             "(flatten it yourself only if every entry is a draw of the same L)")
+        arr = _validate.finite_array(name, arr.reshape(-1))
         mean, m2, count = self.delta_mean.copy(), self.delta_m2.copy(), self.count
         for start in range(0, arr.size, _SLICE):
             piece = np.sort(arr[start : start + _SLICE])
@@ -152,7 +158,7 @@ class PrivacyLossAccumulator:
     def result(self, confidence: float = 0.95, num_bootstrap: int = 1000, seed: int = 0) -> "PrivacyLossEstimate":
         """Estimates and intervals from the statistics gathered so far (see
         :func:`privacy_loss_profile` for what the intervals guarantee)."""
-        confidence = check_confidence(confidence)
+        confidence = _check_confidence(confidence)
         num_bootstrap = _validate.positive_int("num_bootstrap", num_bootstrap)
         seed = _validate.seed("seed", seed)
         if self.orders.size and num_bootstrap * self.num_blocks > MAX_BOOTSTRAP_CELLS:
@@ -298,6 +304,13 @@ class PrivacyLossEstimate:
         return _display.save_figure(self.figure(), path)
 
 
+def _check_confidence(confidence) -> float:
+    """A confidence level in [0.5, 1): below 1/2 an interval's "lower" end need not lie below
+    the estimate (a two-sided interval at level c < 1/2 covers less than a coin flip), so it is
+    refused rather than reported as a bound."""
+    return _validate.in_range("confidence", check_confidence(confidence), 0.5, 1.0, high_open=True)
+
+
 def privacy_loss_profile(
     log_ratio: Union[np.ndarray, Iterable],
     epsilons,
@@ -311,13 +324,13 @@ def privacy_loss_profile(
     """delta(eps) on a grid and RDP at ``orders`` from samples of the privacy loss under P.
 
     Args:
-        log_ratio: samples of L = log(dP/dQ)(Y), Y ~ P: one array (numpy or JAX, any shape),
-            or any other iterable (a generator, a list) of such chunks, consumed once, chunk
-            by chunk.
+        log_ratio: samples of L = log(dP/dQ)(Y), Y ~ P: one 1-D array (numpy or JAX), or any
+            other iterable (a generator, a list) of such chunks, consumed once, chunk by chunk;
+            a 2-D array is refused (its rows or columns may be different losses).
             A non-finite value raises, naming the chunk and index.
         epsilons: grid of eps >= 0.
         orders: Rényi orders > 1 (may be empty).
-        confidence: in (0, 1).
+        confidence: in [0.5, 1).
         num_blocks: the sample is dealt into this many interleaved blocks (sample j to block
             j mod num_blocks) for the RDP bootstrap.
         num_bootstrap: resamples of the blocks for the RDP interval (1000 by default).
@@ -345,7 +358,7 @@ def privacy_loss_profile(
     if log_ratio is None or isinstance(log_ratio, (str, bytes)) or not (hasattr(log_ratio, "__array__") or hasattr(log_ratio, "__iter__")):
         raise TypeError(f"log_ratio={log_ratio!r} must be an array of privacy-loss samples or an iterable of such chunks")
     # validate what the result needs before consuming the samples
-    check_confidence(confidence)
+    _check_confidence(confidence)
     num_bootstrap = _validate.positive_int("num_bootstrap", num_bootstrap)
     seed = _validate.seed("seed", seed)
     if acc.orders.size and num_bootstrap * acc.num_blocks > MAX_BOOTSTRAP_CELLS:

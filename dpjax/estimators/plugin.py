@@ -35,13 +35,54 @@ MAX_BOOTSTRAP = 10**6
 
 @dataclasses.dataclass(frozen=True)
 class BinnedPair:
-    """Bin index of every sample of each side, on shared equal-mass bins."""
+    """Bin index of every sample of each side, on shared equal-mass bins (``bins_p``/``bins_q``
+    None above :data:`~dpjax.estimators.samples.PERMUTATION_ROWS` pooled rows: then only the
+    per-bin counts are kept, counted in row chunks)."""
 
-    bins_p: np.ndarray
-    bins_q: np.ndarray
+    bins_p: Optional[np.ndarray]
+    bins_q: Optional[np.ndarray]
     num_bins: int
     edges: np.ndarray
     statistic: str
+    counts_p: Optional[np.ndarray] = None
+    counts_q: Optional[np.ndarray] = None
+
+    def counts(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.counts_p is not None:
+            return self.counts_p, self.counts_q
+        return np.bincount(self.bins_p, minlength=self.num_bins), np.bincount(self.bins_q, minlength=self.num_bins)
+
+
+def _merged_groups(counts_p: np.ndarray, counts_q: np.ndarray, min_count: int) -> np.ndarray:
+    """Group of each bin after merging neighbours, sweeping upwards, until every group holds at
+    least ``min_count`` samples of each side (an unfinished last group joins the one below)."""
+    group = np.empty(counts_p.size, dtype=np.int64)
+    current, have_p, have_q = 0, 0, 0
+    for b in range(counts_p.size):
+        group[b] = current
+        have_p += counts_p[b]
+        have_q += counts_q[b]
+        if have_p >= min_count and have_q >= min_count:
+            current, have_p, have_q = current + 1, 0, 0
+    if have_p or have_q or current == 0:
+        group[group == current] = max(current - 1, 0)
+    return group
+
+
+def _num_bins(bins, pooled_size: int) -> int:
+    if isinstance(bins, str) and bins == "auto":
+        return int(np.ceil(np.sqrt(pooled_size)))
+    if isinstance(bins, str):
+        raise ValueError(f"bins={bins!r} violates bins 'auto' or a positive integer")
+    num = _validate.positive_int("bins", bins)
+    if num > pooled_size:
+        raise ValueError(f"bins={num} violates bins <= the pooled sample size {pooled_size} (equal-mass bins need samples)")
+    return num
+
+
+def _statistic_name(statistic, dim: int) -> str:
+    name = statistic if isinstance(statistic, str) else getattr(statistic, "__name__", "callable")
+    return ("identity" if dim == 1 else "lda") if name == "auto" else name
 
 
 def bin_pair(
@@ -56,50 +97,64 @@ def bin_pair(
     one side only and the plug-in ratio there is infinite, an artefact of the sample size.
     For vector samples the statistic (default ``"lda"``) is fitted on all samples: the point
     estimate is then optimistic by the fitting, which vanishes as n grows.
+
+    Above :data:`~dpjax.estimators.samples.PERMUTATION_ROWS` pooled rows (a GPU run's samples)
+    nothing is copied whole: the statistic and the bin edges come from a random subset of at
+    most :data:`~dpjax.estimators.samples.MAX_SELECTION` rows a side, and every row is counted
+    into the bins in chunks (only the counts are kept).
     """
-    x_p, x_q = check_pair(samples_p, samples_q, min_samples=2)
+    from . import samples as rows
+
     min_count = _validate.positive_int("min_count", min_count)
+    p_rows, q_rows = rows.sample_pair(samples_p, samples_q, min_samples=2)
+    pooled_size = p_rows.num_rows + q_rows.num_rows
+    if pooled_size > rows.PERMUTATION_ROWS:
+        return _bin_pair_in_chunks(p_rows, q_rows, bins, statistic, min_count)
+    x_p, x_q = check_pair(samples_p, samples_q, min_samples=2)
     t_fn = fit_statistic(statistic, x_p, x_q)
     t_p = apply_in_chunks(t_fn, x_p)
     t_q = apply_in_chunks(t_fn, x_q)
-    pooled_size = t_p.size + t_q.size
-    if isinstance(bins, str) and bins == "auto":
-        num = int(np.ceil(np.sqrt(pooled_size)))
-    elif isinstance(bins, str):
-        raise ValueError(f"bins={bins!r} violates bins 'auto' or a positive integer")
-    else:
-        num = _validate.positive_int("bins", bins)
-        if num > pooled_size:
-            raise ValueError(f"bins={num} violates bins <= the pooled sample size {pooled_size} (equal-mass bins need samples)")
+    num = _num_bins(bins, pooled_size)
     pooled = np.concatenate([t_p, t_q])
     inner = np.unique(np.quantile(pooled, np.arange(1, num) / num))
     # side="right": a value equal to an inner edge goes to the bin above it, consistently.
     bins_p = np.searchsorted(inner, t_p, side="right")
     bins_q = np.searchsorted(inner, t_q, side="right")
-    counts_p = np.bincount(bins_p, minlength=inner.size + 1)
-    counts_q = np.bincount(bins_q, minlength=inner.size + 1)
-    group = np.empty(inner.size + 1, dtype=np.int64)
-    current, have_p, have_q = 0, 0, 0
-    for b in range(inner.size + 1):
-        group[b] = current
-        have_p += counts_p[b]
-        have_q += counts_q[b]
-        if have_p >= min_count and have_q >= min_count:
-            current, have_p, have_q = current + 1, 0, 0
-    if have_p or have_q or current == 0:
-        # An unfinished last group joins the one below it (if there is one).
-        group[group == current] = max(current - 1, 0)
-    num_groups = int(group.max()) + 1
+    group = _merged_groups(np.bincount(bins_p, minlength=inner.size + 1), np.bincount(bins_q, minlength=inner.size + 1), min_count)
     keep = np.flatnonzero(np.diff(group))  # inner edge i separates bins i and i + 1
-    name = statistic if isinstance(statistic, str) else getattr(statistic, "__name__", "callable")
-    if name == "auto":
-        name = "identity" if x_p.shape[1] == 1 else "lda"
     return BinnedPair(
         bins_p=group[bins_p],
         bins_q=group[bins_q],
-        num_bins=num_groups,
+        num_bins=int(group.max()) + 1,
         edges=np.concatenate([[-np.inf], inner[keep], [np.inf]]),
-        statistic=name,
+        statistic=_statistic_name(statistic, x_p.shape[1]),
+    )
+
+
+def _bin_pair_in_chunks(p_rows, q_rows, bins, statistic, min_count) -> BinnedPair:
+    from . import samples as rows
+
+    rng = np.random.default_rng(0)
+    sub_p = p_rows.take(np.sort(rng.choice(p_rows.num_rows, min(p_rows.num_rows, rows.MAX_SELECTION), replace=False)))
+    sub_q = q_rows.take(np.sort(rng.choice(q_rows.num_rows, min(q_rows.num_rows, rows.MAX_SELECTION), replace=False)))
+    t_fn = fit_statistic(statistic, sub_p, sub_q)
+    num = _num_bins(bins, p_rows.num_rows + q_rows.num_rows)
+    pooled = np.concatenate([apply_in_chunks(t_fn, sub_p), apply_in_chunks(t_fn, sub_q)])
+    inner = np.unique(np.quantile(pooled, np.arange(1, num) / num))
+    counts = []
+    for side in (p_rows, q_rows):
+        c = np.zeros(inner.size + 1, dtype=np.int64)
+        for _, chunk in side.chunks():
+            c += np.bincount(np.searchsorted(inner, apply_in_chunks(t_fn, chunk), side="right"), minlength=inner.size + 1)
+        counts.append(c)
+    group = _merged_groups(counts[0], counts[1], min_count)
+    keep = np.flatnonzero(np.diff(group))
+    k = int(group.max()) + 1
+    return BinnedPair(
+        bins_p=None, bins_q=None, num_bins=k, edges=np.concatenate([[-np.inf], inner[keep], [np.inf]]),
+        statistic=_statistic_name(statistic, p_rows.dim),
+        counts_p=np.bincount(group, weights=counts[0], minlength=k).astype(np.int64),
+        counts_q=np.bincount(group, weights=counts[1], minlength=k).astype(np.int64),
     )
 
 
@@ -112,9 +167,11 @@ def bootstrap_histograms(binned: BinnedPair, num_bootstrap: int, paired: bool, r
     otherwise each side is resampled on its own, drawn as a multinomial on its bin counts
     (the same law as resampling the samples and re-binning).
     """
-    k, n_p, n_q = binned.num_bins, binned.bins_p.size, binned.bins_q.size
-    counts_p = np.bincount(binned.bins_p, minlength=k)
-    counts_q = np.bincount(binned.bins_q, minlength=k)
+    k = binned.num_bins
+    counts_p, counts_q = binned.counts()
+    n_p, n_q = int(counts_p.sum()), int(counts_q.sum())
+    if paired and binned.bins_p is None:
+        raise ValueError("paired resampling needs every row's bin; above PERMUTATION_ROWS rows only counts are kept (paired=False)")
     hp = np.empty((1 + num_bootstrap, k))
     hq = np.empty((1 + num_bootstrap, k))
     hp[0], hq[0] = counts_p, counts_q
@@ -144,7 +201,14 @@ def binned_bootstrap(samples_p, samples_q, bins, statistic, min_count, num_boots
     if paired is not None and not isinstance(paired, (bool, np.bool_)):
         raise TypeError(f"paired={paired!r} violates paired in (None, True, False)")
     binned = bin_pair(samples_p, samples_q, bins, statistic, min_count)
-    if paired is None:
+    if binned.bins_p is None:
+        # counted in chunks: the rows' bins are not kept, so each side's counts are resampled
+        # (ignoring the pairing widens the interval of coupled samples: their sides correlate)
+        if paired:
+            raise ValueError("paired=True needs every row's bin; with more rows than dpjax.estimators.samples.PERMUTATION_ROWS only "
+                             "counts are kept: pass paired=None or False")
+        paired = False
+    elif paired is None:
         paired = binned.bins_p.size == binned.bins_q.size
     hp, hq = bootstrap_histograms(binned, int(num_bootstrap), bool(paired), np.random.default_rng(seed))
     return binned, hp, hq, bool(paired)
@@ -283,7 +347,7 @@ def epsilon_estimate(
             of each side (see ``bin_pair``).
         statistic: the 1-D statistic (see ``fit_statistic``); fitted on all samples.
         num_bootstrap: number of bootstrap resamples (200 by default; 0 skips the interval).
-        confidence: level of the percentile interval, in (0, 1).
+        confidence: level of the percentile interval, in [0.5, 1).
         paired: resample rows jointly (for coupled samples); default: when n_p == n_q.
         seed: seeds the bootstrap.
 

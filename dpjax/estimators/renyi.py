@@ -27,19 +27,9 @@ from scipy.special import logsumexp
 
 from ..accountants.curve import PrivacyCurve, Provenance
 from .. import _validate
-from .lower_bound import renyi_lower_bounds
+from .lower_bound import _check_orders, renyi_lower_bounds
 from .plugin import bias_corrected_interval, binned_bootstrap
 from .statistics import Statistic, check_confidence
-
-
-def _check_orders(orders) -> np.ndarray:
-    a = np.atleast_1d(_validate.real_array("orders", orders))
-    if a.ndim != 1 or a.size == 0:
-        raise ValueError(f"orders must be a non-empty 1-D array; got shape {np.shape(orders)}")
-    bad = a[~(np.isfinite(a) & (a > 1))]
-    if bad.size:
-        raise ValueError(f"orders={bad[:5].tolist()} violate 1 < order < inf")
-    return a
 
 
 def histogram_renyi(hist_big: np.ndarray, hist_small: np.ndarray, orders: np.ndarray) -> np.ndarray:

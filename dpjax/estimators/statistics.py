@@ -57,8 +57,16 @@ def check_delta(delta) -> float:
     return _validate.in_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
 
 
-def check_confidence(confidence) -> float:
-    return _validate.in_range("confidence", confidence, 0.0, 1.0, low_open=True, high_open=True)
+def check_confidence(confidence, name: str = "confidence") -> float:
+    """A confidence level in [1/2, 1). Below 1/2 a "lower confidence limit" is more likely above
+    the truth than below it (at confidence 1e-12 it is a near-certain overstatement), so every
+    estimator refuses it."""
+    v = _validate.real(name, confidence, f"{name} in [0.5, 1)")
+    if not 0.5 <= v < 1.0:  # NaN fails too
+        raise ValueError(
+            f"{name}={_validate._fmt(confidence)} violates {name} in [0.5, 1): below 1/2 a confidence limit is more likely wrong than right"
+        )
+    return v
 
 
 def fit_statistic(statistic: Statistic, fit_p: np.ndarray, fit_q: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:

@@ -20,10 +20,10 @@ downloaded):
    + sqrt(2 gamma T) z, with Poisson batches (each record independently with probability q),
    clip norm C and a temperature T set so that the per-step noise multiplier is
    ``--noise-multiplier`` sigma: T = sigma^2 C^2 gamma / (2 q^2)
-   (:func:`dpjax.accountants.noisy_sgd.langevin_noise_multiplier` inverts it).
+   (:func:`dpjax.accountants.composition.rdp.langevin_noise_multiplier` inverts it).
 4. **Side by side, at several step counts:** the accountants' upper bounds on eps(delta) (RDP of
    the Poisson-subsampled Gaussian mechanism composed over the steps,
-   :func:`dpjax.accountants.noisy_sgd.noisy_sgd_curve`; the tighter PLD accountant
+   :func:`dpjax.accountants.composition.rdp.noisy_sgd_curve`; the tighter PLD accountant
    ``dpjax.accountants.pld_curve`` as well when this build has it), the certified 95% lower
    bound on the last iterate's eps from coupled chain pairs (:func:`dpjax.audit.audit`), and
    the test accuracy a released iterate reaches (per chain, against the non-private MAP fit by
@@ -49,6 +49,7 @@ DEFAULTS = dict(
     delta=1e-3, canary_scale=4.0, test_fraction=0.2,
 )
 QUICK = dict(steps="25,50,100", pairs=500)
+CANARIES = ("out-of-distribution", "gradient")
 CONFIDENCE = 0.95
 
 
@@ -77,6 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--canary-scale", type=float, default=d["canary_scale"],
                         help=f"distance of the canary along the least-varying feature axis, in standard units (default {d['canary_scale']:g})")
     parser.add_argument("--test-fraction", type=float, default=d["test_fraction"], help=f"held-out share of the records (default {d['test_fraction']:g})")
+    parser.add_argument("--canary", choices=CANARIES, default=CANARIES[0],
+                        help="the differing record: out-of-distribution (along the least-varying feature axis; the default) or "
+                             "gradient (clipped gradient C along one direction, found by a short pilot run)")
 
 
 # --- the pieces (each usable on its own; the notebook calls them one by one) -----------------------
@@ -110,13 +114,26 @@ def numpyro_logistic_regression(x, y=None, prior_scale: float = 1.0):
 
 
 def make_model(x_train, y_train, prior_scale: float):
-    """The numpyro model above as a :class:`dpjax.models.NumpyroModel` (theta = (b, w))."""
-    from ..models import from_numpyro
+    """The numpyro model above as a :class:`dpjax.models.NumpyroModel` (theta = (b, w)),
+    declared a GLM in eta = b + x . w (design [1, x]) so that the coupled engine takes its
+    matrix-vector path and clips from |s_i| ||(1, x_i)|| (checked against the numpyro
+    log-likelihood before the run; docs/guide/engine.md)."""
+    import jax
 
-    return from_numpyro(
+    from ..models import GLM, from_numpyro
+
+    model = from_numpyro(
         numpyro_logistic_regression, observed_site="y", example_record={"x": x_train[0], "y": y_train[0]},
         model_kwargs={"prior_scale": float(prior_scale)}, name="numpyro logistic regression",
     )
+    glm = GLM(loss=lambda y, eta: jax.nn.softplus(eta) - y * eta, loss_derivative=lambda y, eta: jax.nn.sigmoid(eta) - y,
+              design=_intercept_design, response="y")
+    return model.with_structure(glm=glm)
+
+
+def _intercept_design(fields: dict) -> np.ndarray:
+    x = np.asarray(fields["x"], np.float64)
+    return np.concatenate([np.ones((x.shape[0], 1)), x], axis=1)
 
 
 def map_baseline(data: dict, prior_scale: float) -> dict:
@@ -133,20 +150,39 @@ def map_baseline(data: dict, prior_scale: float) -> dict:
 
 
 def make_canary(x_train, baseline: dict, scale: float) -> dict:
-    """The out-of-distribution canary: ``scale`` standard units along the principal axis of
-    least training variance, labelled against the non-private fit's prediction there."""
-    from .. import _validate
+    """The out-of-distribution canary (:func:`dpjax.canaries.out_of_distribution_canary`):
+    ``scale`` standard units along the principal axis of least training variance, labelled
+    against the non-private fit's prediction there."""
+    from .. import _validate, make_dataset
+    from ..canaries import out_of_distribution_canary
 
     _validate.positive("canary_scale", scale)
-    centred = x_train - x_train.mean(axis=0)
-    _, singular, vt = np.linalg.svd(centred, full_matrices=False)
-    axis = vt[-1] if vt[-1] @ baseline["weights"] >= 0 else -vt[-1]  # sign: along the fitted weights
-    features = scale * axis
-    logit = float(features @ baseline["weights"] + baseline["intercept"])
-    return dict(
-        x=features, y=float(logit < 0.0), axis=axis, fitted_logit=logit,
-        axis_sd=float(singular[-1] / math.sqrt(x_train.shape[0] - 1)), largest_sd=float(singular[0] / math.sqrt(x_train.shape[0] - 1)),
-    )
+    # the labels do not enter the construction (the fit decides the canary's label): zeros stand in
+    records = make_dataset(x=np.asarray(x_train, dtype=np.float64), y=np.zeros(np.shape(x_train)[0]))
+    canary = out_of_distribution_canary(records, scale=scale, fit_weights=baseline["weights"], fit_intercept=baseline["intercept"], binary=True)
+    d = canary.details
+    return dict(x=canary.record["x"], y=float(canary.record["y"]), axis=d["axis"], fitted_logit=d["fitted_value"],
+                axis_sd=d["axis_sd"], largest_sd=d["largest_sd"], kind="out-of-distribution", statistic="auto")
+
+
+def make_gradient_canary(model, data: dict, sampler, pairs: int, steps: list, clip: float, seed: int = 0) -> dict:
+    """The gradient canary (:func:`dpjax.canaries.gradient_canary`): a short pilot of the chains
+    on the training records gives the positions they visit; the record along the features'
+    best-identified axis whose clipped gradient is C there (in a logistic model the free axis
+    admits none: the chains visit both signs of theta along it). Returns the record, its
+    direction and statistic (the projection on it)."""
+    from .. import make_dataset, replace_one, run_coupled
+    from ..canaries import gradient_canary
+
+    x, y = data["x_train"], data["y_train"]
+    records = make_dataset(x=x, y=y)
+    pilot_pair = replace_one(records, 0, {"x": x[0] + 1e-6, "y": y[0]})  # a pair that barely differs: the chains' region
+    pilot = run_coupled(seed + 1, model, pilot_pair, sampler, num_pairs=min(pairs, 500), num_steps=steps[-1], record_steps=steps,
+                        progress=False)
+    visited = np.concatenate([pilot.positions.reshape(-1, model.dim), pilot.neighbour_positions.reshape(-1, model.dim)])
+    canary = gradient_canary(model, records, clip, visited, direction="most-variance")
+    return dict(x=canary.record["x"], y=float(canary.record["y"]), kind="gradient", statistic=canary.statistic, canary=canary,
+                smallest_norm_over_clip=canary.details["smallest_norm_over_c"])
 
 
 def temperature_for(noise_multiplier: float, step_size: float, clip: float, rate: float) -> float:
@@ -158,10 +194,10 @@ def temperature_for(noise_multiplier: float, step_size: float, clip: float, rate
 
 def accountant_bounds(steps, noise_multiplier: float, rate: float, delta: float) -> dict:
     """eps(delta) per step count from the accountants: RDP always; PLD where this build has it."""
-    from ..accountants.noisy_sgd import noisy_sgd_curve
+    from ..accountants.composition.rdp import noisy_sgd_curve
 
-    out = {"rdp": [float(noisy_sgd_curve(int(t), noise_multiplier, rate, adjacency="add_remove").epsilon(delta)) for t in steps]}
-    rdp = noisy_sgd_curve(1, noise_multiplier, rate, adjacency="add_remove")
+    out = {"rdp": [float(noisy_sgd_curve(noise_multiplier, rate, int(t), adjacency="add-remove").epsilon(delta)) for t in steps]}
+    rdp = noisy_sgd_curve(noise_multiplier, rate, 1, adjacency="add-remove")
     out["rdp_provenance"] = rdp.provenance.describe()
     # PLD ACCOUNTANT (issue 13): dpjax.accountants.pld_curve(noise_multiplier, sampling_rate, steps,
     # adjacency="add-remove", sampling="poisson") -> PrivacyCurve (pessimistic). Reported beside RDP
@@ -203,6 +239,7 @@ def _check(args) -> dict:
         delta=_validate.in_range("delta", args.delta, 0.0, 1.0, low_open=True, high_open=True),
         canary_scale=_validate.positive("canary_scale", args.canary_scale),
         test_fraction=_validate.in_range("test_fraction", args.test_fraction, 0.0, 1.0, low_open=True, high_open=True),
+        canary=getattr(args, "canary", CANARIES[0]),
         steps=list(args.steps) if args.steps is not None else _step_list(QUICK["steps"] if args.quick else DEFAULTS["steps"]),
         pairs=_validate.positive_int("pairs", args.pairs if args.pairs is not None else (QUICK["pairs"] if args.quick else DEFAULTS["pairs"])),
     )
@@ -215,23 +252,26 @@ def run(args) -> tuple:
     p = _check(args)
     seed = int(getattr(args, "seed", 0))
     t0 = time.perf_counter()
+    temperature = temperature_for(p["sigma"], p["gamma"], p["clip"], p["rate"])
+    sampler = samplers.sgld(p["gamma"], batching="poisson", rate=p["rate"], temperature=temperature, parameterisation="euler", clip_norm=p["clip"])
     with stage("breast-cancer data (scikit-learn), the non-private MAP, the canary"):
         data = load_data(p["test_fraction"], seed)
         baseline = map_baseline(data, p["prior_scale"])
+        model = make_model(data["x_train"], data["y_train"], p["prior_scale"])
         canary = make_canary(data["x_train"], baseline, p["canary_scale"])
-        x = np.vstack([canary["x"][None, :], data["x_train"]])
-        y = np.concatenate([[canary["y"]], data["y_train"]])
-        pair = add_remove(make_dataset(x=x, y=y), 0)  # D = records + canary (slot 0), D' = records
-        model = make_model(x, y, p["prior_scale"])
-    temperature = temperature_for(p["sigma"], p["gamma"], p["clip"], p["rate"])
-    sampler = samplers.sgld(p["gamma"], batching="poisson", rate=p["rate"], temperature=temperature, parameterisation="euler", clip_norm=p["clip"])
+    if p["canary"] == "gradient":
+        with stage(f"a pilot run for the gradient canary ({min(p['pairs'], 500):,} pairs)"):
+            canary = make_gradient_canary(model, data, sampler, p["pairs"], p["steps"], p["clip"], seed)
+    x = np.vstack([canary["x"][None, :], data["x_train"]])
+    y = np.concatenate([[canary["y"]], data["y_train"]])
+    pair = add_remove(make_dataset(x=x, y=y), 0)  # D = records + canary (slot 0), D' = records
     with stage("accountants' bounds (RDP" + (", PLD" if _has_pld() else "") + f") at steps {', '.join(map(str, p['steps']))}"):
         bounds = accountant_bounds(p["steps"], p["sigma"], p["rate"], p["delta"])
     num_steps = p["steps"][-1]
     with stage(f"{p['pairs']:,} coupled chain pairs, {num_steps:,} steps of noisy clipped SGLD on {x.shape[0]} records (d = {model.dim})"):
         report = audit(
             model, pair, sampler, num_pairs=p["pairs"], num_steps=num_steps, record_steps=p["steps"], delta=p["delta"],
-            bounds=_bound_specs(p), confidence=CONFIDENCE, seed=seed, path_loss=False,
+            bounds=_bound_specs(p), confidence=CONFIDENCE, seed=seed, path_loss=False, statistic=canary["statistic"], fits=False,
         )
     with stage("test accuracy of every chain's iterate"):
         fin = report.coupled.finite_only()
@@ -262,8 +302,11 @@ def run(args) -> tuple:
         data=dict(source="sklearn.datasets.load_breast_cancer (Wisconsin diagnostic breast cancer)", train_records=int(data["x_train"].shape[0]),
                   test_records=int(data["x_test"].shape[0]), features=int(data["x_train"].shape[1]), standardised="train mean and sd",
                   dimension=int(model.dim)),
-        canary=dict(features_norm=float(np.linalg.norm(canary["x"])), label=canary["y"], fitted_logit=canary["fitted_logit"],
-                    axis_sd=canary["axis_sd"], largest_axis_sd=canary["largest_sd"], adjacency="add/remove (D has the canary, D' not)"),
+        canary=dict(kind=canary["kind"], features_norm=float(np.linalg.norm(canary["x"])), label=canary["y"],
+                    fitted_logit=canary.get("fitted_logit"), axis_sd=canary.get("axis_sd"), largest_axis_sd=canary.get("largest_sd"),
+                    smallest_gradient_norm_over_clip=canary.get("smallest_norm_over_clip"),
+                    statistic="projection on the canary's clipped gradient" if canary["kind"] == "gradient" else "the audit's default",
+                    adjacency="add/remove (D has the canary, D' not)"),
         accountants=dict(rdp=bounds["rdp_provenance"], pld=bounds.get("pld_provenance") or bounds.get("pld_note")),
         seconds=time.perf_counter() - t0,
     )
@@ -279,9 +322,9 @@ def _has_pld() -> bool:
 
 
 def _bound_specs(p) -> dict:
-    from ..accountants.noisy_sgd import noisy_sgd_curve
+    from ..accountants.composition.rdp import noisy_sgd_curve
 
-    specs = {"RDP accountant": lambda t: noisy_sgd_curve(int(t), p["sigma"], p["rate"], adjacency="add_remove")}
+    specs = {"RDP accountant": lambda t: noisy_sgd_curve(p["sigma"], p["rate"], int(t), adjacency="add-remove")}
     if _has_pld():
         from ..accountants import pld_curve
 
@@ -300,19 +343,20 @@ def _ceiling(table) -> float:
 def figure(results: dict):
     from .. import _display
 
-    fig, (ax, ax2) = _display.new_figure(2, size=(5.4, 4.0))
+    fig, (ax, ax2) = _display.new_figure(2, size=(5.4, 4.6))
     steps = np.asarray(results["steps"])
-    ax.plot(steps, results["epsilon_upper_rdp"], "o-", color="C0", label="upper bound: RDP accountant (every iterate)")
+    ax.plot(steps, results["epsilon_upper_rdp"], "o-", color="C0", label="upper bound, RDP accountant (release: every iterate)")
     if results.get("epsilon_upper_pld"):
-        ax.plot(steps, results["epsilon_upper_pld"], "s-", color="C2", label="upper bound: PLD accountant")
-    ax.plot(steps, results["epsilon_lower_certified"], "^", color="C3", ms=9,
-            label=f"certified lower bound, last iterate ({results['confidence']:.0%}, {results['num_pairs']:,} pairs)")
+        ax.plot(steps, results["epsilon_upper_pld"], "s-", color="C2", label="upper bound, PLD accountant (release: every iterate)")
+    kind = (results.get("canary") or {}).get("kind", "out-of-distribution")
+    ax.plot(steps, results["epsilon_lower_certified"], "^", color="C3", ms=9, clip_on=False,
+            label=f"certified lower bound (release: last iterate; {kind} canary, {results['confidence']:.0%}, {results['num_pairs']:,} pairs)")
     ax.fill_between(steps, results["epsilon_lower_certified"], results["epsilon_upper_rdp"], color="0.85", alpha=0.6, label="what is not yet known")
     ax.set_xlabel("steps")
     ax.set_ylabel(f"eps at delta = {results['delta']:g}")
     _display.epsilon_axis(ax, list(results["epsilon_upper_rdp"]) + list(results["epsilon_lower_certified"]))
-    ax.set_title("privacy: the accountants against the canary", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title("privacy: the accountants against the canary\n(a bound on every iterate also bounds the last one)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     ax.grid(alpha=0.3)
 
     mean = np.asarray(results["test_accuracy_mean"])
@@ -325,11 +369,12 @@ def figure(results: dict):
     ax2.set_ylabel("test accuracy")
     ax2.set_ylim(min(float(q[:, 0].min()), results["baseline"]["map_test_accuracy"]) - 0.03, 1.0)
     ax2.set_title("utility: what the released iterate predicts", fontsize=10)
-    ax2.legend(fontsize=7, loc="lower right")
+    ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     ax2.grid(alpha=0.3)
     s = results["sampler"]
-    fig.suptitle(f"Noisy clipped SGLD on breast-cancer data: sigma = {s['noise_multiplier']:g}, q = {s['sampling_rate']:g}, "
-                 f"C = {s['clip_norm']:g}, T = {s['temperature']:.3g}", fontsize=11)
+    fig.suptitle(f"Noisy clipped SGLD on breast-cancer data: noise multiplier sigma = {s['noise_multiplier']:g}, Poisson rate "
+                 f"q = {s['sampling_rate']:g}, clip norm C = {s['clip_norm']:g}\n(Langevin temperature T = {s['temperature']:.3g}: the one "
+                 f"at which step size {s['step_size']:g} gives that sigma, T = sigma^2 C^2 gamma / (2 q^2))", fontsize=10)
     return fig
 
 

@@ -46,9 +46,15 @@ class Model:
     # only through x_i . theta), and exact per-record gradient norms for clipping.
     glm: Any = None
     record_grad_norms: Callable[[jax.Array, dict], jax.Array] | None = None
+    # Optional constants the model certifies for the last-iterate accountants (a
+    # dpjax.models.constants.CurvatureCertificate; None: none certified).
+    curvature: object | None = None
 
     def __post_init__(self):
-        if not (isinstance(self.dim, int) and self.dim >= 1):
+        for name in ("log_likelihood", "log_prior"):  # refused here, not at the first gradient
+            if not callable(getattr(self, name)):
+                raise TypeError(f"{name}={getattr(self, name)!r:.80} violates the rule that {name} is a function of theta (a callable)")
+        if not (isinstance(self.dim, int) and not isinstance(self.dim, bool) and self.dim >= 1):
             raise ValueError(f"dim={self.dim!r} must be a positive integer")
         if not (self.likelihood_weight > 0):
             raise ValueError(f"likelihood_weight={self.likelihood_weight!r} violates likelihood_weight > 0")

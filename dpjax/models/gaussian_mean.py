@@ -15,8 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from ..data import Dataset, make_dataset
+from ..data import Dataset, _check_dataset, make_dataset
 from .base import shared
+from .constants import CurvatureCertificate
 from .quadratic import QuadraticModel
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -73,6 +74,7 @@ def gaussian_mean(dim: int = 1, prior_precision: float = 1.0, inverse_temperatur
         dataset_check=check,
         prior_precision=lam,
         record_quadratic=record_quadratic,
+        curvature=CurvatureCertificate("gaussian-mean", lam),
     )
 
 
@@ -81,6 +83,7 @@ def gaussian_mean_posterior(inverse_temperature: float, prior_precision: float, 
     with n the number of present records (mask 1)."""
     beta = V.positive("inverse_temperature", inverse_temperature)
     lam = V.nonnegative("prior_precision", prior_precision)
+    _check_dataset("dataset", dataset)
     x = np.asarray(dataset.fields["x"], dtype=np.float64)
     if x.ndim == 1:
         x = x[:, None]

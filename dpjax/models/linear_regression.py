@@ -15,8 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from ..data import Dataset, make_dataset
+from ..data import Dataset, _check_dataset, make_dataset
 from .base import shared
+from .constants import CurvatureCertificate
 from .quadratic import QuadraticModel
 from .structure import GLM
 
@@ -85,6 +86,7 @@ def bayesian_linear_regression(noise_precision: float, prior_precision: float, d
         dataset_check=check,
         prior_precision=alpha,
         record_quadratic=record_quadratic,
+        curvature=CurvatureCertificate("linear-regression", alpha, beta),
     )
 
 
@@ -93,6 +95,7 @@ def linear_regression_posterior(noise_precision: float, prior_precision: float, 
     paper 000 Lemma 4.1 for d = 1), with removed records (mask 0) left out. float64 numpy."""
     beta = V.positive("noise_precision", noise_precision)
     alpha = V.positive("prior_precision", prior_precision)
+    _check_dataset("dataset", dataset)
     x = np.asarray(dataset.fields["x"], dtype=np.float64)
     if x.ndim == 1:
         x = x[:, None]

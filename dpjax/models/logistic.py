@@ -17,6 +17,7 @@ import numpy as np
 from .. import _validate as V
 from ..data import Dataset
 from .base import Model, shared
+from .constants import CurvatureCertificate
 from .linear_regression import _check_xy_dataset, regression_dataset
 from .structure import GLM
 
@@ -61,4 +62,5 @@ def logistic_regression(prior_precision: float, dim: int) -> Model:
 
     # a GLM in the logit z = <theta, x>: -log p = softplus(z) - y z, d/dz = sigmoid(z) - y
     glm = GLM(loss=lambda y, z: jax.nn.softplus(z) - y * z, loss_derivative=lambda y, z: jax.nn.sigmoid(z) - y, design="x", response="y")
-    return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name="logistic_regression", dataset_check=check, glm=glm)
+    return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name="logistic_regression", dataset_check=check,
+                 curvature=CurvatureCertificate("logistic-regression", alpha), glm=glm)

@@ -27,8 +27,11 @@ from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from .. import _validate
+from .._validate import ArgumentKindError
 from ..data import Dataset
 from .base import Model
 
@@ -43,7 +46,52 @@ class NumpyroModel(Model):
 
 
 def _batched_record(record: Mapping[str, Any]) -> dict:
-    return {k: jnp.expand_dims(jnp.asarray(v), 0) for k, v in record.items()}
+    return {k: jnp.expand_dims(_in_current_precision(v), 0) for k, v in record.items()}
+
+
+def _in_current_precision(value: Any):
+    """``value`` as an array of the precision JAX computes in now. A concrete float64 JAX array
+    (a Dataset keeps float64 data) outside x64 mode goes through NumPy, so that it becomes
+    float32 as JAX would make it, without JAX's "float64 ... truncated to float32" warning
+    (the warning is about a request this code never made: it is the caller's x64 setting)."""
+    if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) and not jax.config.jax_enable_x64:
+        value = np.asarray(value)
+    return jnp.asarray(value)
+
+
+def _check_arguments(model_fn, observed_site, example_record, likelihood_weight, model_kwargs, name) -> dict:
+    """The record as a dict of host arrays; every argument checked before the model is traced."""
+    if not callable(model_fn):
+        raise ArgumentKindError(
+            f"model_fn={_validate._fmt(model_fn)} violates the rule that model_fn is a numpyro model function "
+            f"(a callable taking the record fields by name); got {type(model_fn).__name__}"
+        )
+    if not isinstance(observed_site, str):
+        raise ArgumentKindError(f"observed_site={_validate._fmt(observed_site)} violates the rule that observed_site is the name (a str) of the model's observed sample site")
+    _validate.positive("likelihood_weight", likelihood_weight)
+    if model_kwargs is not None and not isinstance(model_kwargs, Mapping):
+        raise ArgumentKindError(f"model_kwargs={_validate._fmt(model_kwargs)} violates the rule that model_kwargs is a mapping of keyword arguments (or None)")
+    if name is not None and not isinstance(name, str):
+        raise ArgumentKindError(f"name={_validate._fmt(name)} violates the rule that name is a str (or None)")
+    if isinstance(example_record, Dataset):
+        example_record = example_record.record(0)
+    if not isinstance(example_record, Mapping) or not example_record:
+        raise ArgumentKindError(
+            f"example_record={_validate._fmt(example_record)} violates the rule that example_record is one record as a "
+            "non-empty mapping field name -> value (e.g. {'x': x[0], 'y': y[0]}) or a Dataset"
+        )
+    record = {}
+    for field, value in example_record.items():
+        if not isinstance(field, str):
+            raise ArgumentKindError(f"example_record has the field name {field!r}; field names must be str (they are the model's keyword arguments)")
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError):
+            array = None
+        if isinstance(value, (str, bytes)) or array is None or array.dtype.kind not in "biuf":
+            raise ArgumentKindError(f"example_record[{field!r}]={_validate._fmt(value)} violates the rule that a field's value is a number or an array of numbers")
+        record[field] = array
+    return record
 
 
 def from_numpyro(
@@ -61,13 +109,16 @@ def from_numpyro(
     first record is used, to trace the model and find its latent sites and their shapes.
     ``model_kwargs``: extra keyword arguments passed unchanged to ``model_fn`` (not records).
     Raises ``ValueError`` when ``observed_site`` is not the model's only observed site, when
-    a latent is discrete, or when the observed value has no record axis.
+    a latent is discrete, or when the observed value has no record axis; ``TypeError`` naming
+    the argument for a ``model_fn`` that is not callable, an ``example_record`` that is not a
+    mapping of numbers (or a Dataset), or fields the model function does not take, before the
+    model is traced. Tracing happens on host copies of the record, so a float64 Dataset outside
+    x64 mode raises no JAX precision warning here.
     """
     from numpyro import handlers
     from numpyro.distributions.transforms import biject_to
 
-    if isinstance(example_record, Dataset):
-        example_record = example_record.record(0)
+    example_record = _check_arguments(model_fn, observed_site, example_record, likelihood_weight, model_kwargs, name)
     extra = dict(model_kwargs or {})
     overlap = set(extra) & set(example_record)
     if overlap:
@@ -79,7 +130,13 @@ def from_numpyro(
             fn = handlers.substitute(fn, data=latents)
         return handlers.trace(fn).get_trace(**extra, **_batched_record(record))
 
-    trace = run(None, example_record)
+    try:
+        trace = run(None, example_record)
+    except TypeError as err:  # the model's own signature refused the record's fields or model_kwargs
+        raise TypeError(
+            f"model_fn could not be called with example_record's fields {sorted(example_record)}"
+            f"{' and model_kwargs ' + str(sorted(extra)) if extra else ''} as keyword arguments: {err}"
+        ) from err
     observed = [k for k, s in trace.items() if s["type"] == "sample" and s["is_observed"]]
     if observed_site not in trace or trace[observed_site]["type"] != "sample":
         raise ValueError(f"observed_site={observed_site!r} is not a sample site of the model; its sample sites are {sorted(k for k, s in trace.items() if s['type'] == 'sample')}")

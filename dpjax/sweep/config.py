@@ -34,6 +34,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -215,9 +216,9 @@ QUANTITIES: dict[str, dict] = {
     },
     # delta(eps) of the path (D vs D' direction) from the recorded path loss (estimators.privacy_loss_profile)
     "path_delta": {"epsilons": (list_of(real(0.0)), REQUIRED), "confidence": (PROBABILITY_OPEN, 0.95)},
-    # exact tight eps(delta) of ULA's last iterate on a quadratic model (accountants.exact)
+    # exact tight eps(delta) of ULA's last iterate on a quadratic model (accountants.samplers.exact)
     "exact_epsilon": {"delta": (PROBABILITY_OPEN, REQUIRED)},
-    # paper 001 Theorem 5.4 path bound for ULA when grad U_D - grad U_D' is a constant (accountants.girsanov)
+    # paper 001 Theorem 5.4 path bound for ULA when grad U_D - grad U_D' is a constant (accountants.samplers.girsanov)
     "girsanov_path_epsilon": {"delta": (PROBABILITY_OPEN, REQUIRED)},
 }
 
@@ -409,17 +410,79 @@ def expand(config: Mapping[str, Any]) -> tuple[list[dict], dict]:
     return points, settings
 
 
-def load(path: str | Path) -> tuple[list[dict], dict]:
-    """Read a YAML configuration file and :func:`expand` it."""
+def _unique_key_loader():
+    """PyYAML's safe loader, refusing a mapping that names a key twice (PyYAML keeps the last
+    silently: a grid written twice would run half the sweep the user wrote). Keys brought in by
+    a merge (``<<: *defaults``) may still be overridden, as YAML intends."""
     import yaml
 
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            first_line: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    seen = key in first_line
+                except TypeError:  # an unhashable key: the base class reports it with its line
+                    continue
+                if seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while reading a mapping", node.start_mark,
+                        f"found the key {key!r} a second time (first on line {first_line[key]}); a key may appear once in a mapping",
+                        key_node.start_mark,
+                    )
+                first_line[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+def _line_of(text: bytes, offset: int) -> int:
+    return text.count(b"\n", 0, max(0, offset)) + 1
+
+
+def load(path: str | Path) -> tuple[list[dict], dict]:
+    """Read a YAML configuration file and :func:`expand` it.
+
+    Raises :class:`ConfigError` naming the file and the line for a file that is not UTF-8 text
+    (e.g. a binary file), is not valid YAML, or names a key twice in one mapping."""
+    import yaml
+
+    if path is None or not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"config={path!r}: must be the path of a YAML file")
     path = Path(path)
+    where = f"config={str(path)!r}"
     if not path.is_file():
-        raise ConfigError(f"config={str(path)!r}: no such file")
+        raise ConfigError(f"{where}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
     try:
-        config = yaml.safe_load(path.read_text())
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{where} cannot be read: {err.strerror or err}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{where} line {_line_of(raw, err.start)}: is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
+                          f"{err.start}); a YAML configuration is a text file") from None
+    try:
+        config = yaml.load(text, Loader=_unique_key_loader())
     except yaml.YAMLError as err:
-        raise ConfigError(f"config={str(path)!r} is not valid YAML: {err}") from None
+        mark = getattr(err, "problem_mark", None)
+        if mark is not None:
+            line = f" line {mark.line + 1}, column {mark.column + 1}"
+        elif isinstance(err, yaml.reader.ReaderError):  # a character YAML does not allow (e.g. NUL)
+            line = f" line {text.count(chr(10), 0, err.position) + 1}"
+        else:
+            line = ""
+        if isinstance(err, yaml.reader.ReaderError):
+            code = err.character if isinstance(err.character, int) else ord(err.character)
+            what = f"the character #x{code:04x} is not allowed in YAML ({err.reason})"
+        else:
+            what = " ".join(str(getattr(err, "problem", None) or err).split())
+        context = getattr(err, "context", None)
+        kind = "names a key twice" if "a second time" in what else "is not valid YAML"
+        raise ConfigError(f"{where}{line}: {kind}: {what}" + (f" ({context})" if context else "")) from None
     return expand(config)
 
 
@@ -429,8 +492,21 @@ def canonical_json(point: Mapping[str, Any]) -> str:
 
 
 def point_hash(point: Mapping[str, Any]) -> str:
-    """16 hex digits of SHA-256 of the canonical JSON: the point's identity in the store."""
-    return hashlib.sha256(canonical_json(point).encode()).hexdigest()[:16]
+    """16 hex digits of SHA-256 of the canonical JSON: the point's identity in the store.
+    Raises :class:`ConfigError` for a point that is not a mapping of JSON values (finite
+    numbers, strings, lists, mappings, None)."""
+    if not isinstance(point, Mapping):
+        _fail("point", point, "must be a mapping (a resolved point, see resolve_point)")
+    try:
+        text = canonical_json(point)
+    except (TypeError, ValueError) as err:  # NaN, inf, arrays, objects
+        raise ConfigError(f"point={_short(point)}: every value must be a finite number, a string, a list, a mapping or None ({err})") from None
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def flatten(point: Mapping[str, Any]) -> dict:

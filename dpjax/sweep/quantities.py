@@ -14,7 +14,7 @@ instead of stopping the sweep. At every recorded step t:
   path loss L_t = log dP_D/dP_D'(x_{0:t}) under D (direction D vs D' only); value = mean,
   (lower, upper) = empirical-Bernstein interval. Skipped at t = 0 (L_0 = 0).
 * ``exact_epsilon`` (argument delta): the tight eps(delta) of ULA's last iterate on a
-  quadratic potential, :func:`dpjax.accountants.exact.exact_last_iterate_epsilon` (both
+  quadratic potential, :func:`dpjax.accountants.samplers.exact.exact_last_iterate_epsilon` (both
   directions); value = lower = upper. Skipped at t = 0 (point mass).
 * ``girsanov_path_epsilon`` (argument delta): paper 001 Theorem 5.4 (ULA path, beta = 1) with
   c = |g - g'|, exact when the two potentials' Hessians agree (then grad U_D - grad U_D' =
@@ -74,7 +74,7 @@ def check_quantities(point: Mapping[str, Any], problem: Problem, where: str = "p
 
 
 def _exact_epsilons(problem: Problem, steps, delta: float) -> np.ndarray:
-    from ..accountants.exact import exact_last_iterate_epsilon
+    from ..accountants.samplers.exact import exact_last_iterate_epsilon
 
     h1, g1, h2, g2 = _quadratic(problem)
     mean0 = 0.0 if problem.init is None else problem.init
@@ -166,7 +166,7 @@ def compute_rows(point: Mapping[str, Any], problem: Problem, record: ChainRecord
                 except Exception as err:
                     rows.extend(_error_row(t, name, q["delta"], f"{type(err).__name__}: {err}") for t in positive)
         elif name == "girsanov_path_epsilon":
-            from ..accountants.girsanov import thm54_ula_path
+            from ..accountants.samplers.girsanov import thm54_ula_path
 
             for t in steps:
                 if t == 0:

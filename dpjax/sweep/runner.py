@@ -147,8 +147,9 @@ def _run_points(store, points, checkpoint_every, chunk_size, mesh, progress) -> 
                 mesh=mesh,
                 chunk_size=chunk_size,
                 checkpoint_every=checkpoint_every,
-                load_checkpoint=lambda: store.load_checkpoint(h, expect),
-                save_checkpoint=lambda arrays: store.save_checkpoint(h, arrays),
+                # the checkpoint names its point (hash and seed): a foreign one is discarded
+                load_checkpoint=lambda: store.load_checkpoint(h, expect, seed=point["seed"]),
+                save_checkpoint=lambda arrays: store.save_checkpoint(h, arrays, seed=point["seed"]),
                 progress=None if inner is None else inner.update,
             )
         except Exception as err:  # recorded, not fatal: the other points still run

@@ -22,7 +22,8 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
-from dpjax.accountants import pld_accountant, pld_epsilons  # noqa: E402
+from dpjax.accountants.composition import pld_accountant
+from dpjax.accountants import pld_epsilons  # noqa: E402
 from dpjax.bench.accountant import sample_pld_configs  # noqa: E402
 
 
