@@ -229,6 +229,17 @@ def glm_data(glm: GLM, pair: NeighbouringPair, dtype) -> dict:
 
     x_d = glm.design_matrix(pair.dataset.fields)
     x_n = glm.design_matrix({k: np.asarray(v)[i:i + 1] for k, v in pair.neighbour.fields.items()})[0]
+    # rows of absent records (mask 0) are zeroed here, once: a NaN or inf there would otherwise
+    # reach the sums through 0 * NaN in X^T s (the slopes themselves are selected, not multiplied)
+    present = np.asarray(pair.dataset.mask) > 0
+    bad = np.flatnonzero(present & ~np.all(np.isfinite(x_d), axis=1))
+    if bad.size:
+        raise ValueError(f"the GLM's design row of record {int(bad[0])} is not finite ({x_d[bad[0]][:4]}); a present record needs a finite design")
+    x_d = np.where(present[:, None], x_d, 0.0)
+    alt_present = float(np.asarray(pair.neighbour.mask)[i]) > 0
+    if alt_present and not np.all(np.isfinite(x_n)):
+        raise ValueError(f"the GLM's design row of D''s record {i} is not finite ({x_n[:4]}); a present record needs a finite design")
+    x_n = x_n if alt_present else np.zeros_like(x_n)
     y_d = glm.responses(pair.dataset.fields)
     y_n = jax.tree.map(lambda v: np.asarray(v)[0], glm.responses({k: np.asarray(v)[i:i + 1] for k, v in pair.neighbour.fields.items()}))
     # the rows a gathered batch reads, packed so that one gather serves them all; the response
@@ -293,15 +304,15 @@ class GLMGradients(_Sums):
         # D''s own record at slot i*, as often as the batch holds the slot
         hits = jnp.sum(jnp.where(is_diff & (batch.weights > 0), batch.weights, 0))
         alt = jnp.where((hits > 0) & (data["alt_mask"] > 0), hits * self._alt_slope(sampler, data, xp), 0)
-        return sum_d, sum_n + alt * data["alt_design"]
+        return sum_d, sum_n + jnp.where((hits > 0) & (data["alt_mask"] > 0), alt * data["alt_design"], 0)
 
     def gap(self, sampler, x, data, index):
         one = lambda v: v[index][None]
         eta = jnp.dot(data["design"][index], x)
         s_d = self._slopes(sampler, jax.tree.map(one, data["response"]), eta[None], data["design_norms"][index][None])[0]
         s_n = self._alt_slope(sampler, data, x)
-        g_d = jnp.where(data["mask"][index] > 0, s_d, 0) * data["design"][index]
-        g_n = jnp.where(data["alt_mask"] > 0, s_n, 0) * data["alt_design"]
+        g_d = jnp.where(data["mask"][index] > 0, s_d * data["design"][index], 0)
+        g_n = jnp.where(data["alt_mask"] > 0, s_n * data["alt_design"], 0)
         return g_d - g_n
 
 
@@ -406,7 +417,8 @@ def provider_for(model: Model, pair: NeighbouringPair, kind: str, dtype, sampler
         if glm is None:
             raise ValueError(f"engine='glm' needs a model with a GLM structure (dpjax.models.GLM); {getattr(model, 'name', model)!r} has none")
         check_glm(model, glm, pair.dataset)
-        check_glm(model, glm, pair.neighbour, rows=np.array([pair.index]))
+        if float(np.asarray(pair.neighbour.mask)[pair.index]) > 0:
+            check_glm(model, glm, pair.neighbour, rows=np.array([pair.index]))
         return GLMGradients(model, glm, capacity), glm_data(glm, pair, dtype)
     data = {"dataset": cast_dataset(pair.dataset, dtype), "neighbour": cast_dataset(pair.neighbour, dtype)}
     if kind == "batched":

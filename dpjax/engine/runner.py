@@ -9,7 +9,8 @@ call. It
   ``"glm"`` (a GLM: matrix-vector products on one shared gather), ``"quadratic"``
   (closed-form tables of a quadratic model, XLA loop) or ``"pallas"`` (the quadratic step in a
   Pallas kernel, every step of a chunk with the pairs' state in registers; GPU, or interpret
-  mode on CPU). ``"auto"``: Pallas on a GPU where the run is supported; else quadratic for a
+  mode on CPU). A general model that is provably quadratic (:mod:`.detect`: its Hessian's
+  program does not read theta) counts as a quadratic model. ``"auto"``: Pallas on a GPU where the run is supported; else quadratic for a
   quadratic model of d <= :data:`QUADRATIC_MAX_DIM`, without a GLM form, or with unclipped
   full batches (the tables' sums: O(d^2) a step whatever n); else glm where the model has
   a GLM structure (declared or recognised); else batched. Every path draws the same random
@@ -43,6 +44,7 @@ from ..models.structure import glm_of
 from ..samplers.batching import FullBatch
 from ..samplers.kernel import LangevinSampler
 from . import hosts, randomness, reference
+from .detect import quadratic_form_of
 from .gradients import QuadraticGradients, provider_for
 
 ENGINES = ("auto", "reference", "quadratic", "glm", "batched", "pallas")
@@ -112,6 +114,16 @@ def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
     return engine
 
 
+def recognised_model(engine: str, model: Model, pair: NeighbouringPair) -> Model:
+    """``model``, or for the paths that can use it (auto, quadratic, pallas) the same model as a
+    :class:`~dpjax.models.QuadraticModel` when it is provably quadratic (:mod:`.detect`)."""
+    if engine in ("auto", "quadratic", "pallas") and not QuadraticGradients.supports(model):
+        found = quadratic_form_of(model, pair.dataset)
+        if found is not None:
+            return found
+    return model
+
+
 def _unclipped_full_batch(sampler: LangevinSampler) -> bool:
     return isinstance(sampler.batching, FullBatch) and sampler.clip_norm is None
 
@@ -163,6 +175,7 @@ def run_pairs(
     leader with such a dict every ``checkpoint_every`` steps. progress: called with each step count done.
     """
     dtype = jnp.dtype(dtype)
+    model = recognised_model(engine, model, pair)
     path = choose_engine(engine, model, sampler)
     # float32 chains on a GPU: at XLA's default precision float32 dot products (a model's
     # x @ theta, the loss's <Delta, z>) may run on TF32 units with 10-bit mantissas: the likely

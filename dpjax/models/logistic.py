@@ -62,5 +62,5 @@ def logistic_regression(prior_precision: float, dim: int) -> Model:
 
     # a GLM in the logit z = <theta, x>: -log p = softplus(z) - y z, d/dz = sigmoid(z) - y
     glm = GLM(loss=lambda y, z: jax.nn.softplus(z) - y * z, loss_derivative=lambda y, z: jax.nn.sigmoid(z) - y, design="x", response="y")
-    return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name="logistic_regression", dataset_check=check, glm=glm,
-                 curvature=CurvatureCertificate("logistic-regression", alpha))
+    return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name="logistic_regression", dataset_check=check,
+                 curvature=CurvatureCertificate("logistic-regression", alpha), glm=glm)
