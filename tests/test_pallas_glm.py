@@ -240,3 +240,23 @@ def dataclass_with_prior(model, log_prior):
     import dataclasses
 
     return dataclasses.replace(model, log_prior=log_prior)
+
+
+def test_run_coupled_on_the_pallas_glm_path_equals_the_glm_path():
+    """engine='pallas-glm' through run_coupled (the runner's dispatch, chunks, recordings) gives
+    the XLA GLM path's numbers on CPU (interpret mode); 'auto' takes the kernel only on a GPU."""
+    model = logistic_regression(1.0, 3)
+    pair = _logistic_pair(3, "replace-one")
+    sampler = samplers.sgld(0.01, batching="uniform", batch_size=4, clip_norm=0.5)
+    kw = dict(num_pairs=5, num_steps=6, record_steps=[2, 6], dtype=jnp.float64, progress=False)
+    with jax.default_matmul_precision("highest"):
+        glm = dpjax.run_coupled(3, model, pair, sampler, engine="glm", **kw)
+        kernel = dpjax.run_coupled(3, model, pair, sampler, engine="pallas-glm", **kw)
+    assert kernel.config["engine"] == "pallas-glm" and glm.config["engine"] == "glm"
+    for a, b in ((kernel.positions, glm.positions), (kernel.neighbour_positions, glm.neighbour_positions), (kernel.path_loss, glm.path_loss)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    from dpjax.engine import runner
+
+    assert runner.choose_engine("auto", model, sampler) == ("pallas-glm" if jax.default_backend() == "gpu" else "glm")
+    with pytest.raises(ValueError, match="engine='pallas-glm' cannot run"):
+        runner.choose_engine("pallas-glm", model, samplers.sgld(0.01, batching="without-replacement", batch_size=4))

@@ -7,13 +7,15 @@ call. It
   :mod:`.gradients`): ``"reference"`` (any model: per-record autodiff gradients, XLA loop; the
   oracle), ``"batched"`` (any model: one reverse-mode pass per chain over the batch sum),
   ``"glm"`` (a GLM: matrix-vector products on one shared gather), ``"quadratic"``
-  (closed-form tables of a quadratic model, XLA loop) or ``"pallas"`` (the quadratic step in a
+  (closed-form tables of a quadratic model, XLA loop), ``"pallas"`` (the quadratic step in a
   Pallas kernel, every step of a chunk with the pairs' state in registers; GPU, or interpret
-  mode on CPU). A general model that is provably quadratic (:mod:`.detect`: its Hessian's
+  mode on CPU) or ``"pallas-glm"`` (the GLM step in a Pallas kernel, :mod:`.pallas_glm`). A general model that is provably quadratic (:mod:`.detect`: its Hessian's
   program does not read theta) counts as a quadratic model. ``"auto"``: Pallas on a GPU where the run is supported; else quadratic for a
   quadratic model of d <= :data:`QUADRATIC_MAX_DIM`, without a GLM form, or with unclipped
-  full batches (the tables' sums: O(d^2) a step whatever n); else glm where the model has
-  a GLM structure (declared or recognised); else batched. Every path draws the same random
+  full batches (the tables' sums: O(d^2) a step whatever n); else, for a model with a GLM
+  structure (declared or recognised), the Pallas GLM kernel on a GPU where it supports the
+  run and glm otherwise; else batched. A Pallas kernel that does not compile on ``"auto"``
+  falls back to its XLA path with a warning. Every path draws the same random
   numbers (:mod:`.randomness`) and the same batches, and computes the same step, so they agree
   to rounding (tested);
 * lays the pairs out over a mesh with a "chains" axis (all devices of all processes by
@@ -47,7 +49,7 @@ from . import hosts, randomness, reference
 from .detect import quadratic_form_of
 from .gradients import QuadraticGradients, provider_for
 
-ENGINES = ("auto", "reference", "quadratic", "glm", "batched", "pallas")
+ENGINES = ("auto", "reference", "quadratic", "glm", "batched", "pallas", "pallas-glm")
 # up to this dimension a quadratic model's tables (O(b d^2) a step) beat its GLM form (O(b d))
 QUADRATIC_MAX_DIM = 2
 CPU_PAIR_BLOCK = 64
@@ -89,6 +91,13 @@ def pallas_supports(model: Model, sampler: LangevinSampler) -> Optional[str]:
     return pallas_kernel.unsupported_reason(model, sampler)
 
 
+def pallas_glm_supports(model: Model, sampler: LangevinSampler) -> Optional[str]:
+    """None if the Pallas GLM kernel runs this model and sampler, else why not."""
+    from . import pallas_glm
+
+    return pallas_glm.unsupported_reason(model, sampler)
+
+
 def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
     """The engine path ``engine`` resolves to (see the module docstring); raises ``ValueError``
     naming the reason when an explicit choice cannot run this model and sampler."""
@@ -101,16 +110,22 @@ def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
         glm = glm_of(model)
         if quadratic and (glm is None or model.dim <= QUADRATIC_MAX_DIM or _unclipped_full_batch(sampler)):
             return "quadratic"
+        if glm is not None and jax.default_backend() == "gpu" and pallas_glm_supports(model, sampler) is None:
+            return "pallas-glm"
         return "glm" if glm is not None else "batched"
     if engine in ("quadratic", "pallas") and not quadratic:
         raise ValueError(f"engine={engine!r} needs a quadratic model (dpjax.models.QuadraticModel, e.g. bayesian_linear_regression); {getattr(model, 'name', model)!r} is not one")
-    if engine == "glm" and glm_of(model) is None:
-        raise ValueError(f"engine='glm' needs a model whose log-likelihood is -loss(y, x . theta) (declare dpjax.models.GLM with Model.with_structure); "
+    if engine in ("glm", "pallas-glm") and glm_of(model) is None:
+        raise ValueError(f"engine={engine!r} needs a model whose log-likelihood is -loss(y, x . theta) (declare dpjax.models.GLM with Model.with_structure); "
                          f"{getattr(model, 'name', model)!r} declares none and none was recognised")
     if engine == "pallas":
         reason = pallas_supports(model, sampler)
         if reason is not None:
             raise ValueError(f"engine='pallas' cannot run this sampler: {reason}")
+    if engine == "pallas-glm":
+        reason = pallas_glm_supports(model, sampler)
+        if reason is not None:
+            raise ValueError(f"engine='pallas-glm' cannot run this model and sampler: {reason}")
     return engine
 
 
@@ -184,7 +199,7 @@ def run_pairs(
     with jax.enable_x64(dtype == jnp.dtype(jnp.float64)), jax.default_matmul_precision("highest"):
         return _run(seed, model, pair, sampler, num_pairs, num_steps, np.asarray(record_steps, np.int64), init, dtype, check_mesh(mesh),
                     chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll or default_unroll(),
-                    fallback=engine == "auto" and path == "pallas")
+                    fallback=engine == "auto" and path in ("pallas", "pallas-glm"))
 
 
 def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, mesh, chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll, fallback=False):
@@ -194,7 +209,7 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
     chains = NamedSharding(mesh, PartitionSpec("chains"))
     replicated = NamedSharding(mesh, PartitionSpec())
 
-    kind = {"reference": "generic", "pallas": "quadratic"}.get(path, path)
+    kind = {"reference": "generic", "pallas": "quadratic", "pallas-glm": "glm"}.get(path, path)
     provider, host_data = provider_for(model, pair, kind, dtype, sampler)
     data = jax.device_put(host_data, replicated)
     index_arg = jnp.asarray(index, jnp.int32)
@@ -212,18 +227,22 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
                                                              num_slots=n, unroll=unroll, pair_block=block)
     advance = xla_advance
     zero = jnp.asarray(0, jnp.int32)
-    if path == "pallas":
-        from . import pallas_kernel
+    if path in ("pallas", "pallas-glm"):
+        if path == "pallas":
+            from . import pallas_kernel as kernel
+        else:
+            from . import pallas_glm as kernel
+        xla_path = {"pallas": "quadratic", "pallas-glm": "glm"}[path]
 
-        advance = lambda st, start, count: pallas_kernel.advance(sampler_arg, data, index_arg, keys, st, start, count, provider=provider, num_slots=n, mesh=mesh)
+        advance = lambda st, start, count: kernel.advance(sampler_arg, data, index_arg, keys, st, start, count, provider=provider, num_slots=n, mesh=mesh)
         try:
             jax.block_until_ready(advance(state, zero, zero))
         except Exception as err:  # a JAX or Triton version whose Pallas lowering lacks something the kernel uses
             if not fallback:
                 raise
             warnings.warn(f"the Pallas kernel did not compile here ({type(err).__name__}: {str(err)[:200]}); running the same "
-                          "steps on engine='quadratic' (the XLA path: same numbers, slower on a GPU)", RuntimeWarning, stacklevel=3)
-            path, advance = "quadratic", xla_advance
+                          f"steps on engine={xla_path!r} (the XLA path: same numbers, slower on a GPU)", RuntimeWarning, stacklevel=3)
+            path, advance = xla_path, xla_advance
     jax.block_until_ready(advance(state, zero, zero))  # compiles on a first run, reuses after
     compile_seconds = time.perf_counter() - compile_start
 
@@ -300,8 +319,8 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
         num_devices=num_devices,
         num_processes=hosts.process_count(),
         engine=path,
-        unroll=unroll if path != "pallas" else None,
-        pair_block=block if path != "pallas" else None,
+        unroll=unroll if path not in ("pallas", "pallas-glm") else None,
+        pair_block=block if path not in ("pallas", "pallas-glm") else None,
     )
     return Recording(steps.copy(), rec_x, rec_xp, rec_loss, finite, timings)
 
