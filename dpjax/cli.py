@@ -56,6 +56,7 @@ BENCHMARKS = {
     "figure1": "figure1",
     "gpu": "gpu",
     "contamination": "contamination",
+    "mlp": "mlp",
     "startup": "startup",
     "last-iterate": "last_iterate",
     "audit": "audit",

@@ -230,7 +230,11 @@ def test_engine_choice_errors_name_the_reason():
         runner.choose_engine("pallas", quadratic, samplers.ula(lambda t: 0.01 / (1 + t)))
     with pytest.raises(ValueError, match=r"cannot run this sampler: batching 'poisson'"):
         runner.choose_engine("pallas", quadratic, samplers.sgld(0.01, batching="poisson", rate=0.1))
-    assert runner.choose_engine("auto", model, ula) == "reference"
+    # issue 21: a general model's default is the batched path, and this one (quadratic written
+    # as a plain Model) is recognised as quadratic once its data are known
+    assert runner.choose_engine("auto", model, ula) == "batched"
+    pair = dpjax.replace_one(dpjax.make_dataset(x=np.ones((3, 1)), y=np.zeros(3)), 0, {"x": np.array([2.0]), "y": np.array(1.0)})
+    assert runner.choose_engine("auto", runner.recognised_model("auto", model, pair), ula) == "quadratic"
     assert runner.choose_engine("auto", quadratic, ula) == ("pallas" if jax.default_backend() == "gpu" else "quadratic")
 
 

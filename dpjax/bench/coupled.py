@@ -37,12 +37,17 @@ SAMPLERS = ("cyclic-sgld", "sgld", "ula")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sampler", choices=SAMPLERS, default="cyclic-sgld", help="the sampler benchmarked (default cyclic-sgld)")
-    parser.add_argument("--records", type=int, default=1000, help="n (default 1000)")
-    parser.add_argument("--chains", type=int, default=4096, help="chain pairs K (default 4096)")
-    parser.add_argument("--steps", type=int, default=2000, help="steps T (default 2000)")
-    parser.add_argument("--batch-size", type=int, default=1, help="b for sgld / cyclic-sgld (default 1)")
+    parser.add_argument("--records", type=int, default=None, help="n (default 1000; 10,000 for --workload logistic)")
+    parser.add_argument("--chains", type=int, default=None, help="chain pairs K (default 4096; 2048 for --workload logistic, half for its full batches)")
+    parser.add_argument("--steps", type=int, default=None, help="steps T (default 2000; 200 for --workload logistic, a tenth for its full batches)")
+    parser.add_argument("--batch-size", type=int, default=None, help="b for sgld / cyclic-sgld (default 1; 128 for --workload logistic)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats; medians are reported (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the chains (default 0)")
+    parser.add_argument("--workload", choices=("quadratic", "logistic"), default="quadratic",
+                        help="quadratic (default: the rows above) or logistic (issue 21's rows: logistic regression, uniform "
+                             "batches / full batch / clipped, float32 and float64, and compile times; see dpjax.bench.logistic)")
+    parser.add_argument("--dim", type=int, default=20, help="d of the logistic workload (default 20)")
+    parser.add_argument("--compile-dims", type=int, nargs="*", default=[20, 80, 320], help="d of the logistic compile rows (default 20 80 320)")
 
 
 def _problem(n: int):
@@ -151,6 +156,18 @@ def _fused_seconds(name, x, y, eta, chains, steps, batch_size, seed) -> float:
 def run(args) -> dict:
     import dpjax
 
+    logistic_workload = getattr(args, "workload", "quadratic") == "logistic"
+    defaults = dict(records=10_000, chains=2048, steps=200, batch_size=128) if logistic_workload else dict(records=1000, chains=4096, steps=2000, batch_size=1)
+    for name, value in defaults.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+    if logistic_workload:
+        from . import logistic
+
+        for name in ("records", "chains", "steps", "repeats", "dim", "batch_size"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')}={getattr(args, name)} must be >= 1")
+        return logistic.run_rows(args)
     n, chains, steps = args.records, args.chains, args.steps
     for name in ("records", "chains", "steps", "repeats"):
         if getattr(args, name) < 1:
@@ -165,7 +182,8 @@ def run(args) -> dict:
     engine = None
     for r in range(-1, args.repeats):  # r = -1 compiles, untimed
         seed = args.seed + max(r, 0)
-        result = dpjax.run_coupled(seed, model, pair, sampler, num_pairs=chains, num_steps=steps, progress=False, chunk_size=steps)
+        # engine "reference" named: "auto" now recognises this plain Model as quadratic (engine/detect.py)
+        result = dpjax.run_coupled(seed, model, pair, sampler, num_pairs=chains, num_steps=steps, progress=False, chunk_size=steps, engine="reference")
         closed = dpjax.run_coupled(seed, quadratic, pair, sampler, num_pairs=chains, num_steps=steps, progress=False, chunk_size=steps)
         engine = closed.config["engine"]
         if r < 0:

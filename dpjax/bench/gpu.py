@@ -47,6 +47,8 @@ FULL = {
     "records": 1000,
     "logistic_records": 10_000,
     "figure1_n": 1_149_019,
+    "glm": {"chains": 65_536, "steps": 200, "full_chains": 8192, "full_steps": 20},
+    "compile_dims": [20, 80, 320],
 }
 QUICK = {
     "cyclic": [(256, 200), (1024, 100)],
@@ -58,6 +60,8 @@ QUICK = {
     "records": 1000,
     "logistic_records": 1000,
     "figure1_n": 20_000,
+    "glm": {"chains": 512, "steps": 20, "full_chains": 64, "full_steps": 4},
+    "compile_dims": [20],
 }
 
 
@@ -65,7 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (the default on a CPU)")
     parser.add_argument("--full", action="store_true", help="the issue's sizes even on a CPU")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per measurement; medians (default 3)")
-    parser.add_argument("--only", nargs="+", default=None, help="rows to run (cyclic ula sgld-b32 logistic float32 repeated_call figure1_epoch)")
+    parser.add_argument("--only", nargs="+", default=None,
+                        help="rows to run (cyclic ula sgld-b32 logistic float32 repeated_call figure1_epoch glm compile)")
     parser.add_argument("--cuda-anchor", default=None, help="path of fused_kernel_limit.py to run beside the cyclic rows (needs CuPy and a GPU)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the chains (default 0)")
     parser.add_argument("--steps-multiplier", type=int, default=1,
@@ -258,8 +263,8 @@ def run(args) -> dict:
     for row in ("cyclic", "ula", "sgld-b32", "logistic", "float32"):
         sizes[row] = [(pairs, steps * k) for pairs, steps in sizes[row]]
     repeats = 1 if quick else args.repeats
-    wanted = set(args.only or ("cyclic", "ula", "sgld-b32", "logistic", "float32", "repeated_call", "figure1_epoch"))
-    known = {"cyclic", "ula", "sgld-b32", "logistic", "float32", "repeated_call", "figure1_epoch"}
+    wanted = set(args.only or ("cyclic", "ula", "sgld-b32", "logistic", "float32", "repeated_call", "figure1_epoch", "glm", "compile"))
+    known = {"cyclic", "ula", "sgld-b32", "logistic", "float32", "repeated_call", "figure1_epoch", "glm", "compile"}
     if wanted - known:
         raise ValueError(f"--only={sorted(wanted - known)} names no row; rows: {sorted(known)}")
     rows = []
@@ -274,6 +279,17 @@ def run(args) -> dict:
         rows += _linear_rows("sgld-b32", sizes["sgld-b32"], "sgld", 32, "float64", records, repeats, seed, None)
     if "logistic" in wanted:
         rows += _logistic_rows(sizes["logistic"], sizes["logistic_records"], repeats, seed)
+    if "glm" in wanted or "compile" in wanted:
+        from . import logistic as glm_bench  # issue 21's rows: b = 128, full batch, clipped; float32 and float64
+
+        g, n = sizes["glm"], sizes["logistic_records"]
+        for dtype in ("float32", "float64") if "glm" in wanted else ():
+            for row in ("b128", "clipped"):
+                rows.append(glm_bench.throughput(row, dtype, n=n, d=20, chains=g["chains"], steps=g["steps"] * k, batch_size=128, repeats=repeats, seed=seed))
+            rows.append(glm_bench.throughput("full", dtype, n=n, d=20, chains=g["full_chains"], steps=g["full_steps"] * k, batch_size=128,
+                                             repeats=repeats, seed=seed))
+        for dim in sizes["compile_dims"] if "compile" in wanted else ():
+            rows.append(glm_bench.compile_seconds(dim, n=n, batch_size=128))
     if "repeated_call" in wanted:
         pairs, steps = (QUICK if quick else FULL)["cyclic"][0]  # the issue's row, whatever --steps-multiplier says
         # a pair count no other row uses, so the first call really compiles

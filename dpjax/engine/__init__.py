@@ -1,8 +1,10 @@
 """The coupled engine: how chain pairs are scheduled on hardware.
 
 * :mod:`.randomness` — counter-based Philox streams: every draw a function of (seed, pair, step).
-* :mod:`.gradients` — the two gradient providers (autodiff for any model, closed-form tables
-  for quadratic models).
+* :mod:`.gradients` — the gradient providers: per-record autodiff (the reference), closed-form
+  tables (quadratic models), matrix-vector products (GLMs), one reverse-mode pass per chain
+  (any model); Poisson batches gathered in fixed-capacity chunks.
+* :mod:`.detect` — quadratic models written as general models, recognised by a jaxpr proof.
 * :mod:`.reference` — the XLA path: vmap over pairs, a loop over steps with in-loop randomness.
 * :mod:`.pallas_kernel` — the quadratic step in a Pallas kernel, state in registers for a chunk.
 * :mod:`.runner` — the one loop (paths, chunks, recordings, checkpoints, hosts) that

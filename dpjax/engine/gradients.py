@@ -1,29 +1,63 @@
 """How a coupled step gets its two gradient estimates and the drift gap of the differing record.
 
-Two providers compute the same quantities (NOTES 001; :mod:`dpjax.coupled`):
+Every provider computes the same quantities (NOTES 001; :mod:`dpjax.coupled`):
 
     grad_D(x)  = grad(-log prior)(x) + scale sum_j w_j clip(mask_D[i_j] g_{i_j}(x; D))
     grad_D'(x') likewise on D' at the neighbour chain's point,
     gap(x)     = clip(mask_D[i*] g_{i*}(x; D)) - clip(mask_D'[i*] g_{i*}(x; D'))   (i* = the differing slot)
 
-with g_i the gradient of -likelihood_weight log p(x_i | theta).
+with g_i the gradient of -likelihood_weight log p(x_i | theta). D and D' differ in slot i* only,
+so every provider treats D' as D with the slot i* masked plus one record term (D''s record at
+i*, counted as often as the batch holds the slot): one gather serves both chains.
 
-* :class:`GenericGradients` — any :class:`dpjax.Model`: record gradients by ``jax.grad`` of its
-  log-likelihood. Dense batches (full, Poisson) read the records in place; gathered batches
-  gather D's records once and select D''s differing record where the batch holds its slot.
-* :class:`QuadraticGradients` — a :class:`dpjax.models.QuadraticModel`: g_i(x) = A_i x - b_i
-  from per-record tables built once on the host in float64 (likelihood weight and mask folded
-  in), so a step costs O(b d^2) (O(d^2) for an unclipped full batch: the tables' sums) instead
-  of a vmapped autodiff over the records. When every record of D is the same (paper 000's
+* :class:`GenericGradients` (engine "reference") — any :class:`dpjax.Model`: per-record
+  gradients by vmap of ``jax.grad`` (a b x d tensor per chain per step). The oracle every other
+  path is tested against; Poisson batches dense (all n slots weighted 0/1).
+* :class:`QuadraticGradients` (engine "quadratic", and the Pallas kernel's tables) — a
+  quadratic model: g_i(x) = A_i x - b_i from per-record tables built once on the host in
+  float64 (likelihood weight and mask folded in), so a step costs O(b d^2) (O(d^2) for an
+  unclipped full batch: the tables' sums). When every record of D is the same (paper 000's
   eq. 7 data) the tables have one row and no gather is needed (``homogeneous``).
+* :class:`GLMGradients` (engine "glm") — a model with a GLM structure
+  (:class:`dpjax.models.GLM`, declared or recognised): eta = X_b theta, s = w loss'(y, eta),
+  sum = X_b^T s per chain on one shared gather; clipping from |s_i| ||x_i|| with the norms
+  ||x_i|| computed once; O(b d) per chain-step and no b x d tensor beyond the gathered rows.
+* :class:`BatchedGradients` (engine "batched") — any model: one reverse-mode pass per chain over
+  the weighted batch sum sum_j c_j (-w log p(r_j | theta)), the records with c_j = 0 replaced
+  by an active record's fields first (so a masked record's NaN cannot reach the gradient
+  through 0 * NaN in the backward pass). With clipping: c_j = w_j min(1, C / n_j) from the
+  model's exact ``record_grad_norms`` hook (ghost norms) when it has one; else per-record
+  gradients by vmap (the exact fallback).
 
-Providers are static (hashable) descriptions; their ``data(...)`` pytree is an argument of the
-compiled programs, so new data values never recompile.
+**The provider protocol** (what a new provider implements to plug into the XLA loop of
+:mod:`.reference`; a new *path* with its own loop, like a Pallas kernel, instead implements
+``advance`` with :func:`.reference.advance`'s contract and is named in
+:data:`dpjax.engine.runner.ENGINES`):
+
+* a frozen, hashable dataclass (it is a static argument of compiled programs; new values of
+  the data never recompile because the data travel separately, as a pytree argument);
+* ``name``: the engine name it serves;
+* ``batch_sums(sampler, x, xp, data, index, batch, dense) -> (sum_D, sum_D')``: the data
+  parts sum_j w_j clip(mask g_j) on D at ``x`` and on D' at ``xp`` (``dense``: the batch is
+  ``arange(n)`` in order and the rows are read in place; else ``batch.indices`` are gathered);
+* ``prior_grad(x)``; ``estimates(...)`` = prior + ``batch.scale`` * sums (from :class:`_Sums`);
+* ``gap(sampler, x, data, index) -> (d,)``: the clipped, masked drift gap of slot i* at ``x``;
+* ``gathers_poisson``: True if Poisson batches may be handed to it gathered, as chunks of
+  ``capacity`` included slots (:func:`.reference.poisson_sums`), instead of dense;
+* a builder registered in :data:`BUILDERS`: ``build(model, pair, dtype, sampler) -> (provider,
+  host data)`` with the data as numpy arrays in ``dtype``.
+
+The GLM data (what a fused GLM kernel reads; :func:`glm_data`): ``design`` X (n, d),
+``response`` (pytree, record axis first), ``design_norms`` ||x_i|| (n,), ``mask`` (n,) of D
+(and ``packed``: the rows [x_i, ||x_i||, mask_i, y_i] (n, d + 3) for one gather; without y_i
+when the response is not one float per record); and
+``alt_design`` (d,), ``alt_response``, ``alt_design_norm`` (), ``alt_mask`` () of D''s record at i*.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import math
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +66,8 @@ import numpy as np
 from ..data import Dataset, NeighbouringPair
 from ..models.base import Model
 from ..models.quadratic import QuadraticModel
-from ..samplers.batching import Batch, FullBatch
+from ..models.structure import GLM, check_glm, glm_of
+from ..samplers.batching import Batch, FullBatch, Poisson
 from ..samplers.kernel import clip_one, clip_record_grads
 
 
@@ -52,6 +87,7 @@ class GenericGradients:
 
     model: Model
     name = "generic"
+    gathers_poisson = False
 
     def estimates(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
         model, clip = self.model, sampler.clip_norm
@@ -120,6 +156,7 @@ class QuadraticGradients:
     model: QuadraticModel
     homogeneous: bool
     name = "quadratic"
+    gathers_poisson = False
 
     @staticmethod
     def supports(model: Model) -> bool:
@@ -159,9 +196,233 @@ class QuadraticGradients:
         return clip_one(g_d, sampler.clip_norm) - clip_one(g_n, sampler.clip_norm)
 
 
-def provider_for(model: Model, pair: NeighbouringPair, kind: str, dtype) -> tuple[Any, dict]:
-    """(provider, its data as numpy arrays in ``dtype``) for ``kind`` "generic" or "quadratic"."""
+def _clip_factor(norm: jax.Array, clip_norm) -> jax.Array:
+    """min(1, C / norm) as :func:`dpjax.samplers.kernel.clip_one` takes it (1 for a zero norm)."""
+    return jnp.minimum(1.0, clip_norm / jnp.where(norm > 0, norm, 1.0))
+
+
+def _active(weights: jax.Array, mask: jax.Array) -> jax.Array:
+    # weights and masks are 0/1, so "both positive" is the whole record's coefficient
+    return (weights > 0) & (mask > 0)
+
+
+class _Sums:
+    """estimates = prior gradient + scale * batch sums, for providers that give the sums."""
+
+    gathers_poisson = True
+    capacity = None
+
+    def prior_grad(self, x):
+        return self.model.prior_grad(x)
+
+    def estimates(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
+        sum_d, sum_n = self.batch_sums(sampler, x, xp, data, index, batch, dense)
+        return self.prior_grad(x) + batch.scale * sum_d, self.prior_grad(xp) + batch.scale * sum_n
+
+
+def glm_data(glm: GLM, pair: NeighbouringPair, dtype) -> dict:
+    """The GLM provider's host data (see the module docstring), numpy in ``dtype``."""
+    i = pair.index
+
+    def floats(tree):
+        return jax.tree.map(lambda v: np.asarray(v, dtype) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v), tree)
+
+    x_d = glm.design_matrix(pair.dataset.fields)
+    x_n = glm.design_matrix({k: np.asarray(v)[i:i + 1] for k, v in pair.neighbour.fields.items()})[0]
+    # rows of absent records (mask 0) are zeroed here, once: a NaN or inf there would otherwise
+    # reach the sums through 0 * NaN in X^T s (the slopes themselves are selected, not multiplied)
+    present = np.asarray(pair.dataset.mask) > 0
+    bad = np.flatnonzero(present & ~np.all(np.isfinite(x_d), axis=1))
+    if bad.size:
+        raise ValueError(f"the GLM's design row of record {int(bad[0])} is not finite ({x_d[bad[0]][:4]}); a present record needs a finite design")
+    x_d = np.where(present[:, None], x_d, 0.0)
+    alt_present = float(np.asarray(pair.neighbour.mask)[i]) > 0
+    if alt_present and not np.all(np.isfinite(x_n)):
+        raise ValueError(f"the GLM's design row of D''s record {i} is not finite ({x_n[:4]}); a present record needs a finite design")
+    x_n = x_n if alt_present else np.zeros_like(x_n)
+    y_d = glm.responses(pair.dataset.fields)
+    y_n = jax.tree.map(lambda v: np.asarray(v)[0], glm.responses({k: np.asarray(v)[i:i + 1] for k, v in pair.neighbour.fields.items()}))
+    # the rows a gathered batch reads, packed so that one gather serves them all; the response
+    # joins them when it is one float per record
+    columns = [x_d, np.linalg.norm(x_d, axis=1)[:, None], np.asarray(pair.dataset.mask, np.float64)[:, None]]
+    if isinstance(y_d, np.ndarray) and y_d.ndim == 1 and np.issubdtype(y_d.dtype, np.floating):
+        columns.append(y_d[:, None])
+    return {
+        "packed": floats(np.concatenate(columns, axis=1)),
+        "design": floats(x_d),
+        "response": floats(y_d),
+        "design_norms": floats(np.linalg.norm(x_d, axis=1)),  # float64 on the host, then cast
+        "mask": floats(np.asarray(pair.dataset.mask, np.float64)),
+        "alt_design": floats(x_n),
+        "alt_response": floats(y_n),
+        "alt_design_norm": floats(np.asarray(np.linalg.norm(x_n))),
+        "alt_mask": floats(np.asarray(pair.neighbour.mask, np.float64)[i]),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class GLMGradients(_Sums):
+    """Record gradients w s_i x_i of a GLM as matrix-vector products (module docstring)."""
+
+    model: Model
+    glm: GLM
+    capacity: Optional[int] = None
+    name = "glm"
+
+    def _slopes(self, sampler, y, eta, norms):
+        """w s_i, clipped to |w s_i| ||x_i|| <= C when the sampler clips."""
+        s = self.model.likelihood_weight * jax.vmap(self.glm.derivative)(y, eta)
+        if sampler.clip_norm is None:
+            return s
+        return s * _clip_factor(jnp.abs(s) * norms, sampler.clip_norm)
+
+    def _alt_slope(self, sampler, data, theta):
+        eta = jnp.dot(data["alt_design"], theta)
+        return self._slopes(sampler, jax.tree.map(lambda v: v[None], data["alt_response"]), eta[None], data["alt_design_norm"][None])[0]
+
+    def batch_sums(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
+        if dense:
+            rows = jnp.arange(data["mask"].shape[0], dtype=jnp.int32)
+            design, response, norms, mask = data["design"], data["response"], data["design_norms"], data["mask"]
+        else:
+            rows = batch.indices
+            # the one gather, shared by both chains: a row of ``packed`` is (x_i, ||x_i||, mask_i[, y_i])
+            packed = data["packed"].at[rows].get(mode="promise_in_bounds")  # slots lie in [0, n)
+            d = x.shape[0]
+            design, norms, mask = packed[:, :d], packed[:, d], packed[:, d + 1]
+            if packed.shape[1] == d + 3:
+                response = packed[:, d + 2]
+            else:
+                response = jax.tree.map(lambda v: v.at[rows].get(mode="promise_in_bounds"), data["response"])
+        active = _active(batch.weights, mask)
+        is_diff = rows == index
+        s_d = self._slopes(sampler, response, design @ x, norms)
+        s_n = self._slopes(sampler, response, design @ xp, norms)
+        # selects, not products: a masked record's NaN or inf slope stays out of the sum
+        sum_d = jnp.where(active, s_d, 0) @ design
+        sum_n = jnp.where(active & ~is_diff, s_n, 0) @ design
+        # D''s own record at slot i*, as often as the batch holds the slot
+        hits = jnp.sum(jnp.where(is_diff & (batch.weights > 0), batch.weights, 0))
+        alt = jnp.where((hits > 0) & (data["alt_mask"] > 0), hits * self._alt_slope(sampler, data, xp), 0)
+        return sum_d, sum_n + jnp.where((hits > 0) & (data["alt_mask"] > 0), alt * data["alt_design"], 0)
+
+    def gap(self, sampler, x, data, index):
+        one = lambda v: v[index][None]
+        eta = jnp.dot(data["design"][index], x)
+        s_d = self._slopes(sampler, jax.tree.map(one, data["response"]), eta[None], data["design_norms"][index][None])[0]
+        s_n = self._alt_slope(sampler, data, x)
+        g_d = jnp.where(data["mask"][index] > 0, s_d * data["design"][index], 0)
+        g_n = jnp.where(data["alt_mask"] > 0, s_n * data["alt_design"], 0)
+        return g_d - g_n
+
+
+def _first_active(active: jax.Array) -> jax.Array:
+    return jnp.argmax(active)
+
+
+def guard_records(records: dict, active: jax.Array) -> dict:
+    """The batch's records with every inactive one replaced by the first active record's fields:
+    a reverse-mode pass over them then multiplies finite numbers by the zero coefficients (an
+    absent record's own fields could give inf * 0 = NaN in the backward pass). With no active
+    record the result is multiplied by zeros only and discarded by the caller."""
+    first = _first_active(active)
+
+    def guard(v):
+        keep = active.reshape(active.shape + (1,) * (v.ndim - 1))
+        return jnp.where(keep, v, v[first])
+
+    return jax.tree.map(guard, records)
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchedGradients(_Sums):
+    """Any model: one reverse-mode pass per chain over the weighted batch sum (module docstring)."""
+
+    model: Model
+    capacity: Optional[int] = None
+    name = "batched"
+
+    def _weighted_grad(self, theta, records, coefficients):
+        """grad of sum_j c_j (-w log p(r_j | theta)) in one reverse pass (c_j held constant)."""
+        model = self.model
+
+        def total(t):
+            ll = jax.vmap(model.log_likelihood, in_axes=(None, 0))(t, records)
+            return -model.likelihood_weight * jnp.sum(coefficients * ll)
+
+        return jax.grad(total)(theta)
+
+    def _record_grad(self, sampler, theta, record):
+        return clip_one(self.model.record_grad(theta, record), sampler.clip_norm)
+
+    def _sum(self, sampler, theta, records, active):
+        """sum_j [active_j] clip(g_j(theta)) over the batch."""
+        safe = guard_records(records, active)
+        coefficients = active.astype(theta.dtype)
+        if sampler.clip_norm is None:
+            total = self._weighted_grad(theta, safe, coefficients)
+        elif self.model.record_grad_norms is not None:
+            norms = self.model.likelihood_weight * self.model.record_grad_norms(theta, safe)
+            factors = jax.lax.stop_gradient(_clip_factor(norms, sampler.clip_norm))
+            total = self._weighted_grad(theta, safe, coefficients * factors)
+        else:  # the exact fallback: per-record gradients, clipped one by one
+            grads = jax.vmap(self.model.record_grad, in_axes=(None, 0))(theta, safe)
+            total = clip_record_grads(grads, coefficients, sampler.clip_norm)
+        return jnp.where(jnp.any(active), total, 0)
+
+    def batch_sums(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
+        dataset, neighbour = data["dataset"], data["neighbour"]
+        if dense:
+            rows = jnp.arange(dataset.mask.shape[0], dtype=jnp.int32)
+            records, mask = dataset.fields, dataset.mask
+        else:
+            rows = batch.indices
+            records = {k: v[rows] for k, v in dataset.fields.items()}  # the one gather
+            mask = dataset.mask[rows]
+        active = _active(batch.weights, mask)
+        is_diff = rows == index
+        sum_d = self._sum(sampler, x, records, active)
+        sum_n = self._sum(sampler, xp, records, active & ~is_diff)
+        hits = jnp.sum(jnp.where(is_diff & (batch.weights > 0), batch.weights, 0))
+        alt = self._record_grad(sampler, xp, neighbour.record(index))
+        return sum_d, sum_n + jnp.where((hits > 0) & (neighbour.mask[index] > 0), hits * alt, 0)
+
+    def gap(self, sampler, x, data, index):
+        dataset, neighbour = data["dataset"], data["neighbour"]
+        g_d = jnp.where(dataset.mask[index] > 0, self._record_grad(sampler, x, dataset.record(index)), 0)
+        g_n = jnp.where(neighbour.mask[index] > 0, self._record_grad(sampler, x, neighbour.record(index)), 0)
+        return g_d - g_n
+
+
+def poisson_capacity(num_slots: int, rate: float) -> int:
+    """Slots per gathered chunk of a Poisson batch: the mean n q plus 6 standard deviations plus
+    8, rounded up to a power of two (so nearby rates share one compiled program), at most n.
+    Only the speed depends on it: a batch larger than a chunk takes further chunks (exact)."""
+    mean = num_slots * rate
+    want = mean + 6.0 * math.sqrt(mean * (1.0 - rate)) + 8.0
+    return int(min(num_slots, 1 << max(0, math.ceil(want) - 1).bit_length()))
+
+
+def provider_for(model: Model, pair: NeighbouringPair, kind: str, dtype, sampler=None) -> tuple[Any, dict]:
+    """(provider, its data as numpy arrays in ``dtype``) for ``kind`` "generic" (the reference
+    path), "quadratic", "glm" or "batched"."""
     if kind == "quadratic":
         tables = quadratic_tables(model, pair)
         return QuadraticGradients(model, tables["hessians"].shape[0] == 1), {k: np.asarray(v, dtype) for k, v in tables.items()}
-    return GenericGradients(model), {"dataset": cast_dataset(pair.dataset, dtype), "neighbour": cast_dataset(pair.neighbour, dtype)}
+    capacity = None
+    if sampler is not None and isinstance(sampler.batching, Poisson):
+        capacity = poisson_capacity(pair.dataset.num_slots, float(sampler.batching.rate))
+    if kind == "glm":
+        glm = glm_of(model)
+        if glm is None:
+            raise ValueError(f"engine='glm' needs a model with a GLM structure (dpjax.models.GLM); {getattr(model, 'name', model)!r} has none")
+        check_glm(model, glm, pair.dataset)
+        if float(np.asarray(pair.neighbour.mask)[pair.index]) > 0:
+            check_glm(model, glm, pair.neighbour, rows=np.array([pair.index]))
+        return GLMGradients(model, glm, capacity), glm_data(glm, pair, dtype)
+    data = {"dataset": cast_dataset(pair.dataset, dtype), "neighbour": cast_dataset(pair.neighbour, dtype)}
+    if kind == "batched":
+        return BatchedGradients(model, capacity), data
+    if kind != "generic":
+        raise ValueError(f"kind={kind!r} is not one of ['generic', 'quadratic', 'glm', 'batched']")
+    return GenericGradients(model), data

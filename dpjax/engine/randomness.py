@@ -35,7 +35,9 @@ otherwise; both give the same words (tested), so float32 runs need no 64-bit mod
 """
 from __future__ import annotations
 
+import contextlib
 import math
+from typing import Iterator
 
 import jax
 import jax.numpy as jnp
@@ -59,6 +61,21 @@ def _u32(x) -> jax.Array:
     return jnp.asarray(x).astype(jnp.uint32)
 
 
+_scoped_wide = [False]
+
+
+@contextlib.contextmanager
+def wide_products() -> Iterator[None]:
+    """Within the block, :func:`mul_wide` uses uint64 products even outside JAX's 64-bit mode
+    (switching the mode on for the product alone). For XLA programs: a float32 run's Philox words
+    then cost what a float64 run's do; the words are the same (tested)."""
+    _scoped_wide.append(True)
+    try:
+        yield
+    finally:
+        _scoped_wide.pop()
+
+
 def _wide() -> bool:
     # uint64 products in 64-bit mode (one widening multiply on GPUs, vpmuludq on x86: 1.6x
     # faster per coupled step than the limbs on a 2-core x86 CPU); 16-bit limbs otherwise.
@@ -69,9 +86,10 @@ def _wide() -> bool:
 def mul_wide(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(high, low) uint32 words of the 64-bit product of uint32 arrays ``a`` and ``b``."""
     a, b = _u32(a), _u32(b)
-    if _wide():
-        product = a.astype(jnp.uint64) * b.astype(jnp.uint64)
-        return (product >> jnp.uint64(32)).astype(jnp.uint32), product.astype(jnp.uint32)
+    if _wide() or _scoped_wide[-1]:
+        with jax.enable_x64(True):
+            product = a.astype(jnp.uint64) * b.astype(jnp.uint64)
+            return (product >> jnp.uint64(32)).astype(jnp.uint32), product.astype(jnp.uint32)
     # schoolbook on 16-bit limbs: every partial product and partial sum fits in 32 bits
     a_hi, a_lo = a >> 16, a & _MASK16
     b_hi, b_lo = b >> 16, b & _MASK16
@@ -264,10 +282,59 @@ def group_normals(k0: jax.Array, k1: jax.Array, first, steps: int, dim: int, dty
     return [draws[t * dim:(t + 1) * dim] for t in range(steps)]
 
 
+# --- normals as arrays (the XLA paths) --------------------------------------------------------
+# The list-returning functions above suit a kernel that keeps every coordinate in its own
+# register (the Pallas kernel); an XLA program built from them holds one Philox evaluation per
+# block per coordinate, so its size (and compile time) grows with d. The functions below draw
+# the same blocks as one vector operation over a trailing block axis and reshape, so the program
+# is the same size for any d. They give the same words, hence the same draws (tested).
+def _block_range(block_high, block_low, count: int) -> tuple[jax.Array, jax.Array]:
+    """(high, low) words of the block indices block, block + 1, ..., block + count - 1 (a new
+    trailing axis of length ``count``), with the carry into the high word."""
+    low = block_low[..., None] + jnp.arange(count, dtype=jnp.uint32)
+    return block_high[..., None] + _carry(low, block_low[..., None]), low
+
+
+def _normal_blocks(k0, k1, block_high, block_low, count: int, dtype) -> jax.Array:
+    """The draws of ``count`` consecutive blocks from block (block_high, block_low): (..., count P),
+    draw b P + p being component p of block b (the order :func:`step_normals` lists them in)."""
+    high, low = _block_range(block_high, block_low, count)
+    parts = normal_block(jnp.asarray(k0)[..., None], jnp.asarray(k1)[..., None], high, low, dtype)
+    return jnp.stack(parts, axis=-1).reshape(low.shape[:-1] + (count * len(parts),))
+
+
+def step_normals_array(k0: jax.Array, k1: jax.Array, step, dim: int, dtype) -> jax.Array:
+    """:func:`step_normals` as one array (..., d): the same draws, a program whose size does not
+    depend on d. When a step starts mid-block (d not a multiple of P) the blocks it touches are
+    drawn and the window at its offset is selected (P - 1 selects of the whole vector)."""
+    per = normals_per_block(dtype)
+    high, low = _first_draw(jnp.broadcast_to(_u32(step), jnp.shape(k0)), dim)
+    block_high, block_low = _shift_right(high, low, per.bit_length() - 1)
+    if dim % per == 0:
+        return _normal_blocks(k0, k1, block_high, block_low, dim // per, dtype)
+    candidates = _normal_blocks(k0, k1, block_high, block_low, (dim + 2 * per - 2) // per, dtype)
+    offset = (low & jnp.uint32(per - 1))[..., None]
+    value = candidates[..., :dim]
+    for o in range(1, per):
+        value = jnp.where(offset == o, candidates[..., o:o + dim], value)
+    return value
+
+
+def group_normals_array(k0: jax.Array, k1: jax.Array, first, steps: int, dim: int, dtype) -> jax.Array:
+    """:func:`group_normals` as one array (..., steps, d): the normals of ``steps`` consecutive steps
+    from ``first``, whose first draw starts a block (first d and steps d multiples of P)."""
+    per = normals_per_block(dtype)
+    if (steps * dim) % per:
+        raise ValueError(f"steps={steps} x dim={dim} must be a multiple of {per} normals per block")
+    high, low = _first_draw(jnp.broadcast_to(_u32(first), jnp.shape(k0)), dim)
+    block_high, block_low = _shift_right(high, low, per.bit_length() - 1)
+    draws = _normal_blocks(k0, k1, block_high, block_low, steps * dim // per, dtype)
+    return draws.reshape(draws.shape[:-1] + (steps, dim))
+
+
 def normals(words: jax.Array, step, dim: int, dtype) -> jax.Array:
     """Standard normal draws (..., dim) of ``step`` for chains with keys ``words`` (..., 2)."""
-    draws = step_normals(words[..., 0], words[..., 1], step, dim, dtype)
-    return jnp.stack(draws, axis=-1)
+    return step_normals_array(words[..., 0], words[..., 1], step, dim, dtype)
 
 
 # --- integers ------------------------------------------------------------------------------

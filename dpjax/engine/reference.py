@@ -19,12 +19,15 @@ serves every chunk, and a new seed, step size, data set or start point never rec
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
+from ..samplers.batching import Batch
 from . import randomness as rng
+
+INNER_UNROLL = None
 
 
 class PairState(NamedTuple):
@@ -44,7 +47,12 @@ def coupled_step(sampler, provider, data, index, num_slots: int, words, chain_st
     scheme = sampler.batching
     drift, noise_std = sampler.coefficients(step, dtype)
     batch, cursor = scheme.advance(words, chain_state, cursor, step, num_slots)
-    grad_d, grad_n = provider.estimates(sampler, x, xp, data, index, batch, scheme.dense)
+    if scheme.dense and getattr(provider, "gathers_poisson", False) and provider.capacity is not None:
+        sum_d, sum_n = poisson_sums(provider, sampler, x, xp, data, index, batch)
+        grad_d = provider.prior_grad(x) + batch.scale * sum_d
+        grad_n = provider.prior_grad(xp) + batch.scale * sum_n
+    else:
+        grad_d, grad_n = provider.estimates(sampler, x, xp, data, index, batch, scheme.dense)
     hits = batch.weights[index] if scheme.dense else jnp.sum(batch.weights * (batch.indices == index))
     delta = (-drift * batch.scale * hits) * provider.gap(sampler, x, data, index)
     loss = state.path_loss + (jnp.sum(delta**2) / (2 * noise_std**2) + jnp.dot(delta, z) / noise_std)
@@ -55,46 +63,123 @@ def coupled_step(sampler, provider, data, index, num_slots: int, words, chain_st
     return PairState(new_x, new_xp, loss, ok), cursor
 
 
-def _stack(draws: list) -> jax.Array:
-    return jnp.stack(draws, axis=-1)
+def poisson_sums(provider, sampler, x, xp, data, index, batch: Batch) -> tuple[jax.Array, jax.Array]:
+    """The data sums of a Poisson batch (dense 0/1 weights over the n slots) taken on its
+    included slots only, gathered in chunks of ``provider.capacity``: the first chunk holds the
+    included slots of ranks 0..m-1, the next m..2m-1, and so on while any remain (a loop whose
+    trip count is the batch's; vmapped over pairs it runs while any pair has slots left). Exact
+    for any batch size: never truncated; the capacity only sets the speed.
+    """
+    m = provider.capacity
+    ranks = jnp.cumsum((batch.weights > 0).astype(jnp.int32))  # included slots in 0..i
+    count = ranks[-1]
+    zeros = jnp.zeros_like(x)
+
+    def chunk(carry):
+        k, sum_d, sum_n = carry
+        targets = k * m + jnp.arange(1, m + 1, dtype=jnp.int32)  # ranks (1-based) of this chunk
+        valid = targets <= count
+        slots = jnp.where(valid, jnp.searchsorted(ranks, targets, side="left"), 0).astype(jnp.int32)
+        part = Batch(slots, valid.astype(batch.weights.dtype), batch.scale)
+        add_d, add_n = provider.batch_sums(sampler, x, xp, data, index, part, False)
+        return k + 1, sum_d + add_d, sum_n + add_n
+
+    _, sum_d, sum_n = jax.lax.while_loop(lambda c: c[0] * m < count, chunk, (jnp.int32(0), zeros, zeros))
+    return sum_d, sum_n
 
 
-@functools.partial(jax.jit, static_argnames=("provider", "num_slots", "unroll"))
-def advance(sampler, data, index, words, chain_state, state: PairState, start, count, *, provider, num_slots: int, unroll: int) -> PairState:
+@functools.partial(jax.jit, static_argnames=("provider", "num_slots", "unroll", "pair_block"))
+def advance(sampler, data, index, words, chain_state, state: PairState, start, count, *, provider, num_slots: int, unroll: int,
+            pair_block: Optional[int] = None) -> PairState:
     """Steps start, ..., start + count - 1 of every pair (``words``, ``chain_state``: (K, ...)).
 
-    The steps run in groups of ``unroll`` (rounded up to whole Philox blocks of normal draws,
-    :func:`.randomness.group_steps`) on the absolute grid of multiples of the group size, whose
-    normals are drawn together; the steps before the first and after the last whole group run
-    one at a time. The grouping never changes a number: step t's draws depend on t only.
+    One loop over groups of consecutive steps on the absolute grid of multiples of the group
+    size (``unroll`` rounded up to whole Philox blocks of normal draws,
+    :func:`.randomness.group_steps`); a group's normals are drawn as one array
+    (:func:`.randomness.group_normals_array`), and its steps run in an inner loop that holds the
+    step once (unrolled ``unroll`` times). Steps of the first and last group outside
+    [start, start + count) leave the state as it was. The grouping never changes a number: step
+    t's draws depend on t only, and the program's size does not depend on d.
+
+    ``pair_block``: run the pairs in blocks of this many, one block after another through all
+    the steps (the last block padded with copies of the first pair, dropped after), so that a
+    step's working set (a block's gathered rows) stays in a CPU's cache; None: all pairs at once
+    (accelerators). Pairs are independent: the blocking changes no number.
     """
+    with rng.wide_products():
+        return _advance(sampler, data, index, words, chain_state, state, start, count, provider=provider, num_slots=num_slots, unroll=unroll,
+                        pair_block=pair_block)
+
+
+def _advance(sampler, data, index, words, chain_state, state, start, count, *, provider, num_slots, unroll, pair_block):
+    num_pairs = words.shape[0]
+    run = functools.partial(_advance_pairs, sampler, data, index, start=start, count=count, provider=provider, num_slots=num_slots, unroll=unroll)
+    if pair_block is None or num_pairs <= pair_block:
+        return run(words, chain_state, state)
+    blocks = -(-num_pairs // pair_block)
+    padded = blocks * pair_block
+
+    def split(leaf):
+        leaf = jnp.concatenate([leaf, jnp.broadcast_to(leaf[:1], (padded - num_pairs,) + leaf.shape[1:])]) if padded > num_pairs else leaf
+        return leaf.reshape((blocks, pair_block) + leaf.shape[1:])
+
+    out = jax.lax.map(lambda args: run(*args), jax.tree.map(split, (words, chain_state, state)))
+    return jax.tree.map(lambda leaf: leaf.reshape((padded,) + leaf.shape[2:])[:num_pairs], out)
+
+
+def _advance_pairs(sampler, data, index, words, chain_state, state: PairState, *, start, count, provider, num_slots: int, unroll: int) -> PairState:
+    """:func:`advance` on one block of pairs."""
     dim, dtype = state.position.shape[1], state.position.dtype
-    base = rng.group_steps(dim, dtype)
-    group = base * -(-unroll // base)
+    group = steps_per_group(dim, dtype, unroll)
     k0, k1 = words[:, 0], words[:, 1]
     step_pairs = jax.vmap(
         lambda w, cs, cur, st, t, z: coupled_step(sampler, provider, data, index, num_slots, w, cs, cur, st, t, z),
         in_axes=(0, 0, 0, 0, None, 0),
     )
     cursor = jax.vmap(lambda w, cs: sampler.batching.start(w, cs, start, num_slots))(words, chain_state)
+    stop = start + count
 
-    def single(t, carry):
-        state, cursor = carry
-        return step_pairs(words, chain_state, cursor, state, t, _stack(rng.step_normals(k0, k1, t, dim, dtype)))
+    if group == 1:
+        # one copy of the step; each step draws its own normals (the blocks it touches)
+        def one_step(t, carry):
+            state, cursor = carry
+            return step_pairs(words, chain_state, cursor, state, t, rng.step_normals_array(k0, k1, t, dim, dtype))
 
-    def grouped(i, carry):
+        return jax.lax.fori_loop(start, stop, one_step, (state, cursor))[0]
+
+    # small d: ``group`` steps share whole Philox blocks of normals, drawn once per group on the
+    # absolute grid of multiples of ``group``; steps outside [start, stop) keep the state
+    first_group = (start // group) * group
+    num_groups = jnp.where(count > 0, (stop - first_group + group - 1) // group, 0)
+
+    def one_group(i, carry):
         first = first_group + i * group
-        for u, z in enumerate(rng.group_normals(k0, k1, first, group, dim, dtype)):
-            carry = step_pairs(words, chain_state, carry[1], carry[0], first + u, _stack(z))
+        z = rng.group_normals_array(k0, k1, first, group, dim, dtype)  # (K, group, d)
+        for u in range(group):
+            t = first + u
+            new = step_pairs(words, chain_state, carry[1], carry[0], t, z[:, u])
+            inside = (t >= start) & (t < stop)
+            carry = jax.tree.map(lambda a, b: jnp.where(inside, a, b), new, carry)
         return carry
 
-    stop = start + count
-    first_group = jnp.minimum(-(-start // group) * group, stop)
-    num_groups = (stop - first_group) // group
-    carry = jax.lax.fori_loop(start, first_group, single, (state, cursor))
-    carry = jax.lax.fori_loop(0, num_groups, grouped, carry)
-    carry = jax.lax.fori_loop(first_group + num_groups * group, stop, single, carry)
-    return carry[0]
+    return jax.lax.fori_loop(0, num_groups, one_group, (state, cursor))[0]
+
+
+# up to this d (and P = 2 or 4 normals per Philox block), consecutive steps share blocks
+GROUPED_MAX_DIM = 8
+
+
+def steps_per_group(dim: int, dtype, unroll: int) -> int:
+    """Steps whose normals are drawn together in :func:`advance`: 1 (one copy of the step in the
+    program, each step drawing the blocks it touches) unless d <= :data:`GROUPED_MAX_DIM`, where
+    a step's d draws fill a fraction of a block and drawing whole blocks for
+    :func:`.randomness.group_steps` steps at once halves the Philox work of a 1-D chain; then
+    ``unroll`` rounded up to a multiple of that (the steps of a group are unrolled: at most
+    ``max(unroll, 4)`` small copies)."""
+    base = rng.group_steps(dim, dtype)
+    if dim > GROUPED_MAX_DIM and unroll == 1:
+        return 1
+    return base * -(-unroll // base)
 
 
 @functools.partial(jax.jit, static_argnames=("num_slots",))

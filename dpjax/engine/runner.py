@@ -3,13 +3,21 @@
 :func:`run_pairs` is what :func:`dpjax.run_coupled`, :func:`dpjax.audit` and every sweep point
 call. It
 
-* chooses an engine path (:data:`ENGINES`): ``"reference"`` (any model: autodiff record
-  gradients, XLA loop), ``"quadratic"`` (closed-form tables of a quadratic model, XLA loop) or
-  ``"pallas"`` (the quadratic step in a Pallas kernel, every step of a chunk with the pairs'
-  state in registers; GPU, or interpret mode on CPU). ``"auto"``: Pallas on a GPU where the
-  run is supported, else quadratic where the model allows, else reference. Every path draws
-  the same random numbers (:mod:`.randomness`) and computes the same step, so they agree to
-  rounding (tested);
+* chooses an engine path (:data:`ENGINES`; the gradient providers are described in
+  :mod:`.gradients`): ``"reference"`` (any model: per-record autodiff gradients, XLA loop; the
+  oracle), ``"batched"`` (any model: one reverse-mode pass per chain over the batch sum),
+  ``"glm"`` (a GLM: matrix-vector products on one shared gather), ``"quadratic"``
+  (closed-form tables of a quadratic model, XLA loop), ``"pallas"`` (the quadratic step in a
+  Pallas kernel, every step of a chunk with the pairs' state in registers; GPU, or interpret
+  mode on CPU) or ``"pallas-glm"`` (the GLM step in a Pallas kernel, :mod:`.pallas_glm`). A general model that is provably quadratic (:mod:`.detect`: its Hessian's
+  program does not read theta) counts as a quadratic model. ``"auto"``: Pallas on a GPU where the run is supported; else quadratic for a
+  quadratic model of d <= :data:`QUADRATIC_MAX_DIM`, without a GLM form, or with unclipped
+  full batches (the tables' sums: O(d^2) a step whatever n); else, for a model with a GLM
+  structure (declared or recognised), the Pallas GLM kernel on a GPU where it supports the
+  run and glm otherwise; else batched. A Pallas kernel that does not compile on ``"auto"``
+  falls back to its XLA path with a warning. Every path draws the same random
+  numbers (:mod:`.randomness`) and the same batches, and computes the same step, so they agree
+  to rounding (tested);
 * lays the pairs out over a mesh with a "chains" axis (all devices of all processes by
   default; datasets replicated), padding K to a multiple of the device count (padding pairs
   have the next ids, so they never change a real pair's numbers) and dropping the padding;
@@ -34,11 +42,17 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..data import NeighbouringPair
 from ..models.base import Model
+from ..models.structure import glm_of
+from ..samplers.batching import FullBatch
 from ..samplers.kernel import LangevinSampler
 from . import hosts, randomness, reference
+from .detect import quadratic_form_of
 from .gradients import QuadraticGradients, provider_for
 
-ENGINES = ("auto", "reference", "quadratic", "pallas")
+ENGINES = ("auto", "reference", "quadratic", "glm", "batched", "pallas", "pallas-glm")
+# up to this dimension a quadratic model's tables (O(b d^2) a step) beat its GLM form (O(b d))
+QUADRATIC_MAX_DIM = 2
+CPU_PAIR_BLOCK = 64
 CHECKPOINT_KEYS = ("step", "position", "neighbour_position", "path_loss", "finite", "num_recorded", "rec_position", "rec_neighbour_position", "rec_path_loss")
 
 
@@ -77,6 +91,13 @@ def pallas_supports(model: Model, sampler: LangevinSampler) -> Optional[str]:
     return pallas_kernel.unsupported_reason(model, sampler)
 
 
+def pallas_glm_supports(model: Model, sampler: LangevinSampler) -> Optional[str]:
+    """None if the Pallas GLM kernel runs this model and sampler, else why not."""
+    from . import pallas_glm
+
+    return pallas_glm.unsupported_reason(model, sampler)
+
+
 def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
     """The engine path ``engine`` resolves to (see the module docstring); raises ``ValueError``
     naming the reason when an explicit choice cannot run this model and sampler."""
@@ -86,20 +107,54 @@ def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
     if engine == "auto":
         if quadratic and jax.default_backend() == "gpu" and pallas_supports(model, sampler) is None:
             return "pallas"
-        return "quadratic" if quadratic else "reference"
+        glm = glm_of(model)
+        if quadratic and (glm is None or model.dim <= QUADRATIC_MAX_DIM or _unclipped_full_batch(sampler)):
+            return "quadratic"
+        if glm is not None and jax.default_backend() == "gpu" and pallas_glm_supports(model, sampler) is None:
+            return "pallas-glm"
+        return "glm" if glm is not None else "batched"
     if engine in ("quadratic", "pallas") and not quadratic:
         raise ValueError(f"engine={engine!r} needs a quadratic model (dpjax.models.QuadraticModel, e.g. bayesian_linear_regression); {getattr(model, 'name', model)!r} is not one")
+    if engine in ("glm", "pallas-glm") and glm_of(model) is None:
+        raise ValueError(f"engine={engine!r} needs a model whose log-likelihood is -loss(y, x . theta) (declare dpjax.models.GLM with Model.with_structure); "
+                         f"{getattr(model, 'name', model)!r} declares none and none was recognised")
     if engine == "pallas":
         reason = pallas_supports(model, sampler)
         if reason is not None:
             raise ValueError(f"engine='pallas' cannot run this sampler: {reason}")
+    if engine == "pallas-glm":
+        reason = pallas_glm_supports(model, sampler)
+        if reason is not None:
+            raise ValueError(f"engine='pallas-glm' cannot run this model and sampler: {reason}")
     return engine
+
+
+def recognised_model(engine: str, model: Model, pair: NeighbouringPair) -> Model:
+    """``model``, or for the paths that can use it (auto, quadratic, pallas) the same model as a
+    :class:`~dpjax.models.QuadraticModel` when it is provably quadratic (:mod:`.detect`)."""
+    if engine in ("auto", "quadratic", "pallas") and not QuadraticGradients.supports(model):
+        found = quadratic_form_of(model, pair.dataset)
+        if found is not None:
+            return found
+    return model
+
+
+def _unclipped_full_batch(sampler: LangevinSampler) -> bool:
+    return isinstance(sampler.batching, FullBatch) and sampler.clip_norm is None
 
 
 def default_unroll() -> int:
     """Steps per loop iteration of the XLA paths: 8 on accelerators (XLA fuses the unrolled
     steps into one kernel), 1 on CPU (where unrolling only lengthens compilation)."""
     return 1 if jax.default_backend() == "cpu" else 8
+
+
+def pair_block(num_devices: int) -> Optional[int]:
+    """Pairs per block of the XLA loop (:func:`.reference.advance`): :data:`CPU_PAIR_BLOCK` on a
+    single CPU device, where a block's gathered rows then stay in cache through a step (2x the
+    pair-steps/s of all pairs at once for logistic regression, b = 128, on a 2-core x86 CPU);
+    None (all pairs at once) on accelerators and meshes. Changes no number."""
+    return CPU_PAIR_BLOCK if jax.default_backend() == "cpu" and num_devices == 1 else None
 
 
 def _global(array: np.ndarray, sharding) -> jax.Array:
@@ -135,6 +190,7 @@ def run_pairs(
     leader with such a dict every ``checkpoint_every`` steps. progress: called with each step count done.
     """
     dtype = jnp.dtype(dtype)
+    model = recognised_model(engine, model, pair)
     path = choose_engine(engine, model, sampler)
     # float32 chains on a GPU: at XLA's default precision float32 dot products (a model's
     # x @ theta, the loss's <Delta, z>) may run on TF32 units with 10-bit mantissas: the likely
@@ -143,7 +199,7 @@ def run_pairs(
     with jax.enable_x64(dtype == jnp.dtype(jnp.float64)), jax.default_matmul_precision("highest"):
         return _run(seed, model, pair, sampler, num_pairs, num_steps, np.asarray(record_steps, np.int64), init, dtype, check_mesh(mesh),
                     chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll or default_unroll(),
-                    fallback=engine == "auto" and path == "pallas")
+                    fallback=engine == "auto" and path in ("pallas", "pallas-glm"))
 
 
 def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, mesh, chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll, fallback=False):
@@ -153,7 +209,8 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
     chains = NamedSharding(mesh, PartitionSpec("chains"))
     replicated = NamedSharding(mesh, PartitionSpec())
 
-    provider, host_data = provider_for(model, pair, "generic" if path == "reference" else "quadratic", dtype)
+    kind = {"reference": "generic", "pallas": "quadratic", "pallas-glm": "glm"}.get(path, path)
+    provider, host_data = provider_for(model, pair, kind, dtype, sampler)
     data = jax.device_put(host_data, replicated)
     index_arg = jnp.asarray(index, jnp.int32)
     sampler_arg = _sampler_leaves(sampler, dtype)
@@ -165,21 +222,27 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
     x0 = _start(init, chain_keys, num_pairs, padded, dim, dtype, chains)
     state = reference.PairState(x0, x0, _global(np.zeros(padded, dtype), chains), _global(np.ones(padded, bool), chains))
 
-    xla_advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider, num_slots=n, unroll=unroll)
+    block = pair_block(num_devices)
+    xla_advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider,
+                                                             num_slots=n, unroll=unroll, pair_block=block)
     advance = xla_advance
     zero = jnp.asarray(0, jnp.int32)
-    if path == "pallas":
-        from . import pallas_kernel
+    if path in ("pallas", "pallas-glm"):
+        if path == "pallas":
+            from . import pallas_kernel as kernel
+        else:
+            from . import pallas_glm as kernel
+        xla_path = {"pallas": "quadratic", "pallas-glm": "glm"}[path]
 
-        advance = lambda st, start, count: pallas_kernel.advance(sampler_arg, data, index_arg, keys, st, start, count, provider=provider, num_slots=n, mesh=mesh)
+        advance = lambda st, start, count: kernel.advance(sampler_arg, data, index_arg, keys, st, start, count, provider=provider, num_slots=n, mesh=mesh)
         try:
             jax.block_until_ready(advance(state, zero, zero))
         except Exception as err:  # a JAX or Triton version whose Pallas lowering lacks something the kernel uses
             if not fallback:
                 raise
             warnings.warn(f"the Pallas kernel did not compile here ({type(err).__name__}: {str(err)[:200]}); running the same "
-                          "steps on engine='quadratic' (the XLA path: same numbers, slower on a GPU)", RuntimeWarning, stacklevel=3)
-            path, advance = "quadratic", xla_advance
+                          f"steps on engine={xla_path!r} (the XLA path: same numbers, slower on a GPU)", RuntimeWarning, stacklevel=3)
+            path, advance = xla_path, xla_advance
     jax.block_until_ready(advance(state, zero, zero))  # compiles on a first run, reuses after
     compile_seconds = time.perf_counter() - compile_start
 
@@ -256,7 +319,8 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
         num_devices=num_devices,
         num_processes=hosts.process_count(),
         engine=path,
-        unroll=unroll if path != "pallas" else None,
+        unroll=unroll if path not in ("pallas", "pallas-glm") else None,
+        pair_block=block if path not in ("pallas", "pallas-glm") else None,
     )
     return Recording(steps.copy(), rec_x, rec_xp, rec_loss, finite, timings)
 

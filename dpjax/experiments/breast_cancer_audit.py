@@ -109,13 +109,26 @@ def numpyro_logistic_regression(x, y=None, prior_scale: float = 1.0):
 
 
 def make_model(x_train, y_train, prior_scale: float):
-    """The numpyro model above as a :class:`dpjax.models.NumpyroModel` (theta = (b, w))."""
-    from ..models import from_numpyro
+    """The numpyro model above as a :class:`dpjax.models.NumpyroModel` (theta = (b, w)),
+    declared a GLM in eta = b + x . w (design [1, x]) so that the coupled engine takes its
+    matrix-vector path and clips from |s_i| ||(1, x_i)|| (checked against the numpyro
+    log-likelihood before the run; docs/guide/engine.md)."""
+    import jax
 
-    return from_numpyro(
+    from ..models import GLM, from_numpyro
+
+    model = from_numpyro(
         numpyro_logistic_regression, observed_site="y", example_record={"x": x_train[0], "y": y_train[0]},
         model_kwargs={"prior_scale": float(prior_scale)}, name="numpyro logistic regression",
     )
+    glm = GLM(loss=lambda y, eta: jax.nn.softplus(eta) - y * eta, loss_derivative=lambda y, eta: jax.nn.sigmoid(eta) - y,
+              design=_intercept_design, response="y")
+    return model.with_structure(glm=glm)
+
+
+def _intercept_design(fields: dict) -> np.ndarray:
+    x = np.asarray(fields["x"], np.float64)
+    return np.concatenate([np.ones((x.shape[0], 1)), x], axis=1)
 
 
 def map_baseline(data: dict, prior_scale: float) -> dict:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -41,6 +41,11 @@ class Model:
     # Optional check of a dataset's fields for this model (shapes, label values); raises
     # ValueError. Called by check_dataset, which samplers and accountants may call up front.
     dataset_check: Callable[[Dataset], None] | None = None
+    # Optional structure the coupled engine uses for a cheaper exact step (see
+    # dpjax.models.structure): a GLM declaration (theta enters each record's log-likelihood
+    # only through x_i . theta), and exact per-record gradient norms for clipping.
+    glm: Any = None
+    record_grad_norms: Callable[[jax.Array, dict], jax.Array] | None = None
     # Optional constants the model certifies for the last-iterate accountants (a
     # dpjax.models.constants.CurvatureCertificate; None: none certified).
     curvature: object | None = None
@@ -53,6 +58,18 @@ class Model:
             raise ValueError(f"dim={self.dim!r} must be a positive integer")
         if not (self.likelihood_weight > 0):
             raise ValueError(f"likelihood_weight={self.likelihood_weight!r} violates likelihood_weight > 0")
+
+    def with_structure(self, *, glm: Any = None, record_grad_norms: Callable[[jax.Array, dict], jax.Array] | None = None) -> "Model":
+        """The same model declaring a GLM structure and/or exact per-record gradient norms
+        (:mod:`dpjax.models.structure`); the engine checks a GLM against ``log_likelihood``."""
+        from .structure import GLM
+
+        if glm is not None and not isinstance(glm, GLM):
+            raise TypeError(f"glm={glm!r} must be a dpjax.models.GLM")
+        if record_grad_norms is not None and not callable(record_grad_norms):
+            raise TypeError(f"record_grad_norms={record_grad_norms!r} must be a callable (theta, records) -> (b,) norms")
+        return dataclasses.replace(self, glm=glm if glm is not None else self.glm,
+                                   record_grad_norms=record_grad_norms if record_grad_norms is not None else self.record_grad_norms)
 
     def tempered(self, likelihood_weight: float) -> "Model":
         """The same model with its log-likelihood multiplied by ``likelihood_weight``."""

@@ -19,6 +19,7 @@ from ..data import Dataset, _check_dataset, make_dataset
 from .base import shared
 from .constants import CurvatureCertificate
 from .quadratic import QuadraticModel
+from .structure import GLM
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -74,7 +75,10 @@ def bayesian_linear_regression(noise_precision: float, prior_precision: float, d
     def check(dataset):
         _check_xy_dataset(dataset, dim, "bayesian_linear_regression")
 
+    # a GLM in eta = <theta, x>: -log p = beta (y - eta)^2 / 2 + const, d/d eta = beta (eta - y)
+    glm = GLM(loss=lambda y, eta: 0.5 * beta * (y - eta) ** 2 - log_norm_lik, loss_derivative=lambda y, eta: beta * (eta - y), design="x", response="y")
     return QuadraticModel(
+        glm=glm,
         log_likelihood=log_likelihood,
         log_prior=log_prior,
         dim=dim,

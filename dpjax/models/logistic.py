@@ -19,6 +19,7 @@ from ..data import Dataset
 from .base import Model, shared
 from .constants import CurvatureCertificate
 from .linear_regression import _check_xy_dataset, regression_dataset
+from .structure import GLM
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -59,5 +60,7 @@ def logistic_regression(prior_precision: float, dim: int) -> Model:
         _check_xy_dataset(dataset, dim, "logistic_regression")
         check_binary_labels(dataset.fields["y"], "y")
 
+    # a GLM in the logit z = <theta, x>: -log p = softplus(z) - y z, d/dz = sigmoid(z) - y
+    glm = GLM(loss=lambda y, z: jax.nn.softplus(z) - y * z, loss_derivative=lambda y, z: jax.nn.sigmoid(z) - y, design="x", response="y")
     return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name="logistic_regression", dataset_check=check,
-                 curvature=CurvatureCertificate("logistic-regression", alpha))
+                 curvature=CurvatureCertificate("logistic-regression", alpha), glm=glm)
