@@ -4,20 +4,16 @@ Each is an independent reference or a small piece of set-up written once: the st
 cyclic-SGLD recursion that paper 000's closed forms are checked against, the comparison of
 paper 003's Algorithm 1 with its numpy reference, the Bayesian
 linear-regression model of the sampler tests, the argument namespaces of the reproductions'
-small runs, and the check that a README section prints what it shows.
+small runs.
 """
 from __future__ import annotations
 
 import argparse
-import pathlib
-import re
 
 import jax.numpy as jnp
 import numpy as np
 
 import dpjax
-
-README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 
 def cyclic_sgld_brute_force(p, r, epochs):
@@ -73,12 +69,3 @@ def tiny_regression_contamination_args(module, *extra):
     """Paper 003's regression reproductions at the smallest size that exercises them."""
     return experiment_args(module, ["--n-values", "150,300", "--dims", "3", "--K", "4", "--particles", "100", "--dataset-batch", "4", *extra],
                            with_run_flags=True)
-
-
-def assert_readme_section_prints_what_it_shows(capsys, pattern: str, name: str, missing: str) -> None:
-    """Run the README's python block matched by ``pattern`` (group 1: the code, group 2: the
-    output shown) and compare what it prints with the output shown, character for character."""
-    match = re.search(pattern, README.read_text(encoding="utf-8"), re.S | re.M)
-    assert match, missing
-    exec(compile(match.group(1), f"README.md:{name}", "exec"), {"__name__": f"readme_{name.replace('-', '').lower()}"})
-    assert capsys.readouterr().out == match.group(2)

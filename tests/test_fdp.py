@@ -321,12 +321,3 @@ def test_bad_inputs_get_clear_errors(entry):
 def test_out_of_range_values_are_refused(call, word):
     with pytest.raises(ValueError, match=word):
         call()
-
-
-# --- the README's section runs and prints what it shows ---------------------------------------
-def test_readme_fdp_section_prints_what_it_shows(capsys):
-    from _shared import assert_readme_section_prints_what_it_shows
-
-    assert_readme_section_prints_what_it_shows(
-        capsys, r"^## f-DP and calibration\n.*?```python\n(.*?)```\n\nprints\n\n```\n(.*?)```", "f-DP",
-        "README.md has no '## f-DP and calibration' section with a python block and its output")

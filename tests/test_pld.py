@@ -296,15 +296,6 @@ def test_bad_delta_and_unmet_tolerance():
         pld_curve(1.0, 0.05, 100, value_discretization_interval=0.005, epsilon_tolerance=0.01)
 
 
-def test_readme_pld_section_prints_what_it_shows(capsys):
-    """The README's PLD snippet runs and prints exactly the output shown beside it."""
-    from _shared import assert_readme_section_prints_what_it_shows
-
-    assert_readme_section_prints_what_it_shows(
-        capsys, r"^## Tight accounting: privacy-loss distributions\n.*?```python\n(.*?)```\n\n```text\n(.*?)```", "pld",
-        "README.md lacks the PLD section with a python block and its output")
-
-
 def test_chunk_budget_changes_no_number(monkeypatch):
     """An accelerator takes the work in far larger calls than a CPU (fewer launches); how the
     configurations are cut into calls must not change any eps, either side of the bracket.

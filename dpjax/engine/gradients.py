@@ -19,7 +19,7 @@ i*, counted as often as the batch holds the slot): one gather serves both chains
   unclipped full batch: the tables' sums). When every record of D is the same (paper 000's
   eq. 7 data) the tables have one row and no gather is needed (``homogeneous``).
 * :class:`GLMGradients` (engine "glm") — a model with a GLM structure
-  (:class:`dpjax.models.GLM`, declared or recognised): eta = X_b theta, s = w loss'(y, eta),
+  (:class:`dpjax.models.GLM`, declared): eta = X_b theta, s = w loss'(y, eta),
   sum = X_b^T s per chain on one shared gather; clipping from |s_i| ||x_i|| with the norms
   ||x_i|| computed once; O(b d) per chain-step and no b x d tensor beyond the gathered rows.
 * :class:`BatchedGradients` (engine "batched") — any model: one reverse-mode pass per chain over

@@ -23,7 +23,7 @@ paths agree to rounding (tested on CPU in Pallas's interpret mode; on a GPU the 
 to Triton, which the tests check on CPU by lowering for CUDA without running).
 
 Supported (:func:`unsupported_reason` says why not otherwise): a model with a GLM structure
-(declared or recognised) whose response is one float per record, whose derivative is a
+(declared) whose response is one float per record, whose derivative is a
 scalar function of (y, eta) (it is applied elementwise over the block's pairs) and whose
 prior gradient is diagonal-affine, a theta + c (Gaussian priors with a diagonal covariance,
 checked by probing, in float64); d <= :data:`MAX_DIM`; a constant step size; full batches,

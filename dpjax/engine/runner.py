@@ -13,7 +13,7 @@ call. It
   program does not read theta) counts as a quadratic model. ``"auto"``: Pallas on a GPU where the run is supported; else quadratic for a
   quadratic model of d <= :data:`QUADRATIC_MAX_DIM`, without a GLM form, or with unclipped
   full batches (the tables' sums: O(d^2) a step whatever n); else, for a model with a GLM
-  structure (declared or recognised), the Pallas GLM kernel on a GPU where it supports the
+  structure (declared), the Pallas GLM kernel on a GPU where it supports the
   run and glm otherwise; else batched. A Pallas kernel that does not compile on ``"auto"``
   falls back to its XLA path with a warning. Every path draws the same random
   numbers (:mod:`.randomness`) and the same batches, and computes the same step, so they agree
@@ -117,7 +117,7 @@ def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
         raise ValueError(f"engine={engine!r} needs a quadratic model (dpjax.models.QuadraticModel, e.g. bayesian_linear_regression); {getattr(model, 'name', model)!r} is not one")
     if engine in ("glm", "pallas-glm") and glm_of(model) is None:
         raise ValueError(f"engine={engine!r} needs a model whose log-likelihood is -loss(y, x . theta) (declare dpjax.models.GLM with Model.with_structure); "
-                         f"{getattr(model, 'name', model)!r} declares none and none was recognised")
+                         f"{getattr(model, 'name', model)!r} declares none")
     if engine == "pallas":
         reason = pallas_supports(model, sampler)
         if reason is not None:

@@ -64,9 +64,15 @@ class RecordConstants(NamedTuple):
     derivation: tuple
 
 
-def _unavailable(message: str):
-    from ..accountants.samplers.last_iterate import ConstantsUnavailable
+class ConstantsUnavailable(ValueError):
+    """A last-iterate bound needs a constant (smoothness, strong convexity, a bounded
+    per-record gradient difference, a contracting step) that the model, the pair or the
+    sampler cannot certify; the message names it and says why. Defined here, with the
+    certificates, so that the models never import an accountant; the accountants re-export it
+    (``dpjax.accountants.ConstantsUnavailable``)."""
 
+
+def _unavailable(message: str):
     return ConstantsUnavailable(message)
 
 

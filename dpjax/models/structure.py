@@ -41,9 +41,9 @@ computes the clipped sum sum_j min(1, C / (w n_j)) g_j by one reverse-mode pass 
 reweighted batch sum. Without it (and without a GLM) clipping takes per-record gradients by
 vmap, the exact fallback.
 
-:func:`glm_of` returns the model's GLM: declared, or recognised from the log-likelihood's
-program (:mod:`dpjax.models.recognise`: theta provably enters only through one affine scalar),
-or None. Which engine path uses what is :mod:`dpjax.engine.gradients`' business.
+:func:`glm_of` returns the model's declared GLM, or None: a model (a numpyro model included)
+is a GLM to the engine only when it says so (``Model.with_structure(glm=...)``), and
+:func:`check_glm` verifies the declaration against its log-likelihood before a run. Which engine path uses what is :mod:`dpjax.engine.gradients`' business.
 """
 from __future__ import annotations
 
@@ -113,16 +113,8 @@ class GLM:
 
 
 def glm_of(model) -> Optional[GLM]:
-    """The model's GLM structure: its declared ``glm``, else one recognised from its
-    log-likelihood (:func:`dpjax.models.recognise.recognise_glm`), else None."""
-    declared = getattr(model, "glm", None)
-    if declared is not None:
-        return declared
-    try:
-        from .recognise import recognise_glm
-    except ImportError:  # recognition lands after this interface
-        return None
-    return recognise_glm(model)
+    """The model's declared GLM structure (``Model.with_structure(glm=...)``), or None."""
+    return getattr(model, "glm", None)
 
 
 def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, num_points: int = 2) -> None:

@@ -56,6 +56,7 @@ from . import chourasia_ye_shokri as cys
 from . import shifted_interpolation as si
 from ..composition.rdp import DEFAULT_ORDERS, noisy_sgd_curve
 from ..curve import PrivacyCurve, Provenance
+from ...models.constants import ConstantsUnavailable  # the models' certificates raise it too
 
 METHODS = ("auto", "shifted-interpolation", "chourasia-ye-shokri", "composition")
 BATCHINGS = si.BATCHINGS
@@ -67,10 +68,6 @@ _SI_RESULT = ("Bok, Su & Altschuler 2024 (ICML), shifted interpolation for f-DP,
               "(noisy GD / NoisyCGD; shift schedule optimised; Renyi form: Feldman et al. 2018, Thm 22)")
 
 
-class ConstantsUnavailable(ValueError):
-    """A last-iterate bound needs a constant (smoothness, strong convexity, a bounded
-    per-record gradient difference, a contracting step) that the model, the pair or the
-    sampler cannot certify; the message names it and says why."""
 
 
 # ------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ class RunConstants(NamedTuple):
 
 
 def _unavailable(message):
-    from .last_iterate import ConstantsUnavailable
+    from ...models.constants import ConstantsUnavailable
 
     return ConstantsUnavailable(message)
 
