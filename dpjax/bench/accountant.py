@@ -37,6 +37,7 @@ import numpy as np
 
 from ..accountants import rdp_to_epsilon, subsampled_gaussian_rdp
 from ..accountants.composition.rdp import DEFAULT_ORDERS
+from ._baselines import median_seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,15 +85,6 @@ def _relative_difference(a, b):
         return np.where(a == b, 0.0, np.abs(a - b) / np.abs(b))
 
 
-def _timed(fn, repeats):
-    times, result = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), result
-
-
 def sample_pld_configs(num: int, seed: int):
     rng = np.random.default_rng(seed + 1)
     q = 10.0 ** rng.uniform(-3.0, -1.0, num)
@@ -123,9 +115,9 @@ def run_pld(args) -> dict:
     t0 = time.perf_counter()
     pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h, optimistic=False)  # compiles
     first_call = time.perf_counter() - t0
-    t_pess, (eps_pess, _) = _timed(lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h, optimistic=False), args.repeats)
+    t_pess, (eps_pess, _) = median_seconds(lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h, optimistic=False), args.repeats)
     pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h)  # compiles the optimistic side's shapes
-    t_bracket, (eps_hi, eps_lo) = _timed(lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h), args.repeats)
+    t_bracket, (eps_hi, eps_lo) = median_seconds(lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h), args.repeats)
     k = min(args.pld_baseline_configs, args.pld_configs)
     eps_base, per_config = dp_accounting_pld_epsilons(q[:k], sigma[:k], steps[:k], args.delta, h)
     t_base = float(np.mean(per_config)) * args.pld_configs  # a total: the mean per configuration, not the median
@@ -164,8 +156,8 @@ def _run_rdp(args) -> dict:
     t0 = time.perf_counter()
     dpjax_epsilons(q, sigma, steps, args.delta)  # compiles
     first_call = time.perf_counter() - t0
-    t_dpjax, eps_dpjax = _timed(lambda: dpjax_epsilons(q, sigma, steps, args.delta), args.repeats)
-    t_base, eps_base = _timed(lambda: dp_accounting_epsilons(q, sigma, steps, args.delta), args.baseline_repeats)
+    t_dpjax, eps_dpjax = median_seconds(lambda: dpjax_epsilons(q, sigma, steps, args.delta), args.repeats)
+    t_base, eps_base = median_seconds(lambda: dp_accounting_epsilons(q, sigma, steps, args.delta), args.baseline_repeats)
 
     integer_orders = DEFAULT_ORDERS[DEFAULT_ORDERS == np.round(DEFAULT_ORDERS)]
     eps_int_dpjax = dpjax_epsilons(q, sigma, steps, args.delta, integer_orders)

@@ -22,13 +22,13 @@ from __future__ import annotations
 import argparse
 import resource
 import sys
-import time
 import warnings
 
 import numpy as np
 
 from ..accountants.mechanisms.gaussian_divergence import analytic_gaussian_delta, analytic_gaussian_epsilon
 from ..estimators import epsilon_lower_bound, privacy_loss_profile
+from ._baselines import median_seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,21 +46,12 @@ def _peak_rss_mib() -> float:
     return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0  # bytes on macOS, KiB on Linux
 
 
-def _median_time(fn, repeats: int):
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), out
-
-
 def _lower_bound_phase(n: int, mu: float, delta: float, repeats: int, seed: int):
     rng = np.random.default_rng(seed)
     p = rng.standard_normal(n)
     q = rng.standard_normal(n) + mu
-    t_bound, result = _median_time(lambda: epsilon_lower_bound(p, q, delta, seed=seed), repeats)
-    t_sort, _ = _median_time(lambda: (np.sort(p), np.sort(q)), repeats)
+    t_bound, result = median_seconds(lambda: epsilon_lower_bound(p, q, delta, seed=seed), repeats)
+    t_sort, _ = median_seconds(lambda: (np.sort(p), np.sort(q)), repeats)
     return t_bound, t_sort, result
 
 
@@ -71,10 +62,10 @@ def _stream(n: int, chunk: int, mu: float, seed: int):
 
 
 def _path_loss_phase(n: int, chunk: int, mu: float, epsilons, orders, repeats: int, seed: int):
-    t_draw, _ = _median_time(lambda: sum(x.size for x in _stream(n, chunk, mu, seed)), repeats)
+    t_draw, _ = median_seconds(lambda: sum(x.size for x in _stream(n, chunk, mu, seed)), repeats)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # low-ESS orders are reported, not warned
-        t_est, est = _median_time(lambda: privacy_loss_profile(_stream(n, chunk, mu, seed), epsilons, orders), repeats)
+        t_est, est = median_seconds(lambda: privacy_loss_profile(_stream(n, chunk, mu, seed), epsilons, orders), repeats)
     return t_draw, t_est, est
 
 

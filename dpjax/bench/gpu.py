@@ -154,6 +154,7 @@ def _blackjax_logistic_seconds(x, y, step_size: float, pairs: int, steps: int, b
     import jax.numpy as jnp
     from blackjax.sgmcmc.gradients import grad_estimator
 
+    from ._baselines import uniform_batch_chains
     from .coupled import _time_compiled
 
     n, dim = x.shape
@@ -165,21 +166,8 @@ def _blackjax_logistic_seconds(x, y, step_size: float, pairs: int, steps: int, b
 
     sgld = blackjax.sgld(grad_estimator(lambda th: -0.5 * jnp.sum(th**2), log_lik, n))
 
-    def run(key):
-        positions = jnp.zeros((pairs, dim), jnp.float32)
-
-        def one_step(pos, t):
-            keys = jax.random.split(jax.random.fold_in(key, t), pairs)
-
-            def chain(k, p):
-                k_batch, k_noise = jax.random.split(k)
-                idx = jax.random.randint(k_batch, (batch_size,), 0, n)
-                return sgld.step(k_noise, p, (data_x[idx], data_y[idx]), step_size / 2)
-
-            return jax.vmap(chain)(keys, pos), None
-
-        return jax.lax.scan(one_step, positions, jnp.arange(steps))[0]
-
+    run = uniform_batch_chains(lambda k, p, idx: sgld.step(k, p, (data_x[idx], data_y[idx]), step_size / 2),
+                               jnp.zeros((pairs, dim), jnp.float32), steps, batch_size, n)
     return _time_compiled(run, jax.random.key(seed))
 
 

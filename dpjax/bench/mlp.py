@@ -34,6 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._baselines import uniform_batch_chains
+
 NUM_INPUTS, HIDDEN = 20, 64
 
 
@@ -73,22 +75,9 @@ def _blackjax_seconds(model, x, y, eta, theta0, chains, steps, batch_size, seed)
     grad_fn = grad_estimator(model.log_prior, lambda th, rec: model.log_likelihood(th, {"x": rec[0], "y": rec[1]}), n)
     sgld = blackjax.sgld(grad_fn)
 
-    def run(key):
-        positions = jnp.broadcast_to(theta0, (chains,) + theta0.shape)
-
-        def one_step(pos, t):
-            keys = jax.random.split(jax.random.fold_in(key, t), chains)
-
-            def chain(k, p):
-                k_batch, k_noise = jax.random.split(k)
-                idx = jax.random.randint(k_batch, (batch_size,), 0, n)
-                # blackjax's step size is the Euler gamma = eta / 2
-                return sgld.step(k_noise, p, (x[idx], y[idx]), eta / 2)
-
-            return jax.vmap(chain)(keys, pos), None
-
-        return jax.lax.scan(one_step, positions, jnp.arange(steps))[0]
-
+    # blackjax's step size is the Euler gamma = eta / 2
+    run = uniform_batch_chains(lambda k, p, idx: sgld.step(k, p, (x[idx], y[idx]), eta / 2),
+                               jnp.broadcast_to(theta0, (chains,) + theta0.shape), steps, batch_size, n)
     return _time_compiled(run, jax.random.key(seed))
 
 
@@ -97,25 +86,14 @@ def _per_example_seconds(model, x, y, eta, theta0, chains, steps, batch_size, cl
     record_grad = jax.grad(lambda th, xi, yi: -model.log_likelihood(th, {"x": xi, "y": yi}))
     prior_grad = jax.grad(lambda th: -model.log_prior(th))
 
-    def run(key):
-        positions = jnp.broadcast_to(theta0, (chains,) + theta0.shape)
+    def step_chain(k_noise, th, idx):
+        grads = jax.vmap(record_grad, in_axes=(None, 0, 0))(th, x[idx], y[idx])  # (b, d)
+        norms = jnp.sqrt(jnp.sum(grads**2, axis=1))
+        clipped = grads * jnp.minimum(1.0, clip / jnp.maximum(norms, 1e-30))[:, None]
+        grad = prior_grad(th) + (n / batch_size) * jnp.sum(clipped, axis=0)
+        return th - eta / 2 * grad + jnp.sqrt(eta) * jax.random.normal(k_noise, th.shape, th.dtype)
 
-        def one_step(pos, t):
-            keys = jax.random.split(jax.random.fold_in(key, t), chains)
-
-            def chain(k, th):
-                k_batch, k_noise = jax.random.split(k)
-                idx = jax.random.randint(k_batch, (batch_size,), 0, n)
-                grads = jax.vmap(record_grad, in_axes=(None, 0, 0))(th, x[idx], y[idx])  # (b, d)
-                norms = jnp.sqrt(jnp.sum(grads**2, axis=1))
-                clipped = grads * jnp.minimum(1.0, clip / jnp.maximum(norms, 1e-30))[:, None]
-                grad = prior_grad(th) + (n / batch_size) * jnp.sum(clipped, axis=0)
-                return th - eta / 2 * grad + jnp.sqrt(eta) * jax.random.normal(k_noise, th.shape, th.dtype)
-
-            return jax.vmap(chain)(keys, pos), None
-
-        return jax.lax.scan(one_step, positions, jnp.arange(steps))[0]
-
+    run = uniform_batch_chains(step_chain, jnp.broadcast_to(theta0, (chains,) + theta0.shape), steps, batch_size, n)
     return _time_compiled(run, jax.random.key(seed))
 
 
