@@ -53,7 +53,7 @@ from ..models.structure import glm_of
 from ..samplers.batching import Cyclic, FullBatch, Poisson, UniformWithReplacement
 from ..samplers.permutation import mulmod
 from . import randomness as rng
-from .pallas_kernel import _finite, _pow2, launch_shape
+from .pallas_kernel import _pow2, coupled_update, launch_shape, steps_in_groups, store_state
 from .reference import PairState
 
 MAX_DIM = 32
@@ -258,47 +258,16 @@ def _kernel(dim: int, num_slots: int, scheme, has_clip: bool, derivative, dtype)
             x, xp, loss, finite, cursor = carry
             sum_d, sum_n, hits, scale, cursor = batch_sums(step, x, xp, cursor)
             delta = [(-drift * scale * hits) * g for g in gap(x)]
-            loss = loss + (sum(dl * dl for dl in delta) / (2 * noise_std * noise_std) + sum(dl * zc for dl, zc in zip(delta, z)) / noise_std)
-            new_x = [xc - drift * (a * xc + c + scale * sc) + noise_std * zc for xc, a, c, sc, zc in zip(x, prior_a, prior_c, sum_d, z)]
-            new_xp = [xc - drift * (a * xc + c + scale * sc) + noise_std * zc for xc, a, c, sc, zc in zip(xp, prior_a, prior_c, sum_n, z)]
-            ok = _finite(loss)
-            for v in new_x + new_xp:
-                ok = ok & _finite(v)
-            finite = jnp.where(ok, finite, jnp.zeros_like(finite))
-            return new_x, new_xp, loss, finite, cursor
-
-        def single(step, carry):
-            return one_step(step, carry, rng.step_normals(k0, k1, step, dim, dtype))
-
-        # whole Philox blocks of normals per group of steps on the absolute grid (as pallas_kernel)
-        def grouped(i, carry):
-            first = first_group + i * group
-            for u, z in enumerate(rng.group_normals(k0, k1, first, group, dim, dtype)):
-                carry = one_step(first + u, carry, z)
-            return carry
+            x, xp, loss, finite = coupled_update(x, xp, loss, finite, delta, sum_d, sum_n, z, drift=drift, noise_std=noise_std,
+                                                 scale=scale, prior_grad=lambda c, xc: prior_a[c] * xc + prior_c[c])
+            return x, xp, loss, finite, cursor
 
         x = [x_ref[c, :] for c in range(dim)]
         xp = [xp_ref[c, :] for c in range(dim)]
         cursor = affine_cursor(start) if (cyclic and not fixed_order) else jnp.zeros_like(k0, dtype=jnp.int32)
-        stop = start + count
-        first_group = jnp.minimum(lax.div(start + (group - 1), jnp.int32(group)) * group, stop)
-        num_groups = lax.div(stop - first_group, jnp.int32(group))
         carry = (x, xp, loss_ref[...], finite_ref[...], cursor)
-        if group == 1:
-            # a step's draws fill whole blocks: one copy of the step (a third of the program)
-            x, xp, loss, finite, _ = lax.fori_loop(start, stop, single, carry)
-        else:
-            carry = lax.fori_loop(start, first_group, single, carry)
-            carry = lax.fori_loop(jnp.int32(0), num_groups, grouped, carry)
-            x, xp, loss, finite, _ = lax.fori_loop(first_group + num_groups * group, stop, single, carry)
-        for c in range(dim):
-            x_out[c, :] = x[c]
-            xp_out[c, :] = xp[c]
-        for c in range(dim, x_out.shape[0]):  # padding rows of the coordinate axis stay as they came
-            x_out[c, :] = x_ref[c, :]
-            xp_out[c, :] = xp_ref[c, :]
-        loss_out[...] = loss
-        finite_out[...] = finite
+        x, xp, loss, finite, _ = steps_in_groups(one_step, carry, start, count, group, k0, k1, dim, dtype)
+        store_state(x, xp, loss, finite, (x_ref, xp_ref), (x_out, xp_out, loss_out, finite_out), dim)
 
     return kernel
 

@@ -61,6 +61,61 @@ def _finite(v):
     return (v - v) == 0
 
 
+def coupled_update(x, xp, loss, finite, delta, sum_d, sum_n, z, *, drift, noise_std, scale, prior_grad):
+    """One coupled step on coordinate lists, as both Pallas kernels take it (the arithmetic of
+    :func:`.reference.advance`): both chains move by their drift (``prior_grad(c, x_c)`` plus
+    ``scale`` times the batch sum) and the shared noise ``z``; the path loss gains
+    |delta|^2 / (2 s^2) + delta . z / s for the drift gap ``delta``; ``finite`` drops where
+    anything stopped being finite. Returns (x, x', loss, finite)."""
+    loss = loss + (sum(dl * dl for dl in delta) / (2 * noise_std * noise_std) + sum(dl * zc for dl, zc in zip(delta, z)) / noise_std)
+    new_x = [xc - drift * (prior_grad(c, xc) + scale * sc) + noise_std * zc for c, (xc, sc, zc) in enumerate(zip(x, sum_d, z))]
+    new_xp = [xc - drift * (prior_grad(c, xc) + scale * sc) + noise_std * zc for c, (xc, sc, zc) in enumerate(zip(xp, sum_n, z))]
+    ok = _finite(loss)
+    for v in new_x + new_xp:
+        ok = ok & _finite(v)
+    return new_x, new_xp, loss, jnp.where(ok, finite, jnp.zeros_like(finite))
+
+
+def steps_in_groups(one_step, carry, start, count, group: int, k0, k1, dim: int, dtype):
+    """Steps start, ..., start + count - 1 of ``one_step(step, carry, z)``, with the normals z
+    of a step drawn alone (:func:`.randomness.step_normals`) or, for the steps inside whole
+    groups of ``group`` steps on the absolute grid, one whole Philox block set per group
+    (:func:`.randomness.group_normals`: the same draws). With ``group == 1`` a step's draws
+    fill whole blocks, and the program holds one copy of the step."""
+
+    def single(step, carry):
+        return one_step(step, carry, rng.step_normals(k0, k1, step, dim, dtype))
+
+    def grouped(i, carry):
+        first = first_group + i * group
+        for u, z in enumerate(rng.group_normals(k0, k1, first, group, dim, dtype)):
+            carry = one_step(first + u, carry, z)
+        return carry
+
+    stop = start + count
+    if group == 1:
+        return lax.fori_loop(start, stop, single, carry)
+    first_group = jnp.minimum(lax.div(start + (group - 1), jnp.int32(group)) * group, stop)
+    num_groups = lax.div(stop - first_group, jnp.int32(group))
+    carry = lax.fori_loop(start, first_group, single, carry)
+    carry = lax.fori_loop(jnp.int32(0), num_groups, grouped, carry)
+    return lax.fori_loop(first_group + num_groups * group, stop, single, carry)
+
+
+def store_state(x, xp, loss, finite, refs_in, refs_out, dim: int) -> None:
+    """Write a block's final state; padding rows of the coordinate axis stay as they came."""
+    x_ref, xp_ref = refs_in
+    x_out, xp_out, loss_out, finite_out = refs_out
+    for c in range(dim):
+        x_out[c, :] = x[c]
+        xp_out[c, :] = xp[c]
+    for c in range(dim, x_out.shape[0]):
+        x_out[c, :] = x_ref[c, :]
+        xp_out[c, :] = xp_ref[c, :]
+    loss_out[...] = loss
+    finite_out[...] = finite
+
+
 def _pow2(k: int) -> int:
     return 1 << max(0, int(k - 1).bit_length())
 
@@ -181,43 +236,16 @@ def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool,
             g_idx = clipped(record_at_index(x))
             g_alt = clipped(alt_grad(x))
             delta = [(-drift * scale * hits) * (a - c) for a, c in zip(g_idx, g_alt)]
-            loss = loss + (sum(dl * dl for dl in delta) / (2 * noise_std * noise_std) + sum(dl * zc for dl, zc in zip(delta, z)) / noise_std)
-            new_x = [xc - drift * (prior * xc + scale * sc) + noise_std * zc for xc, sc, zc in zip(x, sum_d, z)]
-            new_xp = [xc - drift * (prior * xc + scale * sc) + noise_std * zc for xc, sc, zc in zip(xp, sum_n, z)]
-            ok = _finite(loss)
-            for v in new_x + new_xp:
-                ok = ok & _finite(v)
-            finite = jnp.where(ok, finite, jnp.zeros_like(finite))
-            return new_x, new_xp, loss, finite, cursor
-
-        def single(step, carry):
-            return one_step(step, carry, rng.step_normals(k0, k1, step, dim, dtype))
-
-        # whole Philox blocks of normals per group of steps on the absolute grid (as reference.advance)
-        def grouped(i, carry):
-            first = first_group + i * group
-            for u, z in enumerate(rng.group_normals(k0, k1, first, group, dim, dtype)):
-                carry = one_step(first + u, carry, z)
-            return carry
+            x, xp, loss, finite = coupled_update(x, xp, loss, finite, delta, sum_d, sum_n, z, drift=drift, noise_std=noise_std,
+                                                 scale=scale, prior_grad=lambda c, xc: prior * xc)
+            return x, xp, loss, finite, cursor
 
         x = [x_ref[c, :] for c in range(dim)]
         xp = [xp_ref[c, :] for c in range(dim)]
         cursor = affine_cursor(start) if (isinstance(scheme, Cyclic) and not fixed_order) else jnp.zeros_like(k0, dtype=jnp.int32)
-        stop = start + count
-        first_group = jnp.minimum(lax.div(start + (group - 1), jnp.int32(group)) * group, stop)
-        num_groups = lax.div(stop - first_group, jnp.int32(group))
         carry = (x, xp, loss_ref[...], finite_ref[...], cursor)
-        carry = lax.fori_loop(start, first_group, single, carry)
-        carry = lax.fori_loop(jnp.int32(0), num_groups, grouped, carry)
-        x, xp, loss, finite, _ = lax.fori_loop(first_group + num_groups * group, stop, single, carry)
-        for c in range(dim):
-            x_out[c, :] = x[c]
-            xp_out[c, :] = xp[c]
-        for c in range(dim, x_out.shape[0]):  # padding rows of the coordinate axis stay as they came
-            x_out[c, :] = x_ref[c, :]
-            xp_out[c, :] = xp_ref[c, :]
-        loss_out[...] = loss
-        finite_out[...] = finite
+        x, xp, loss, finite, _ = steps_in_groups(one_step, carry, start, count, group, k0, k1, dim, dtype)
+        store_state(x, xp, loss, finite, (x_ref, xp_ref), (x_out, xp_out, loss_out, finite_out), dim)
 
     return kernel
 
