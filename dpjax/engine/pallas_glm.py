@@ -53,7 +53,7 @@ from ..models.structure import glm_of
 from ..samplers.batching import Cyclic, FullBatch, Poisson, UniformWithReplacement
 from ..samplers.permutation import mulmod
 from . import randomness as rng
-from .pallas_kernel import _pow2, coupled_update, launch_shape, steps_in_groups, store_state
+from .pallas_kernel import _local_advance, _pow2, coupled_update, steps_in_groups, store_state
 from .reference import PairState
 
 MAX_DIM = 32
@@ -272,40 +272,6 @@ def _kernel(dim: int, num_slots: int, scheme, has_clip: bool, derivative, dtype)
     return kernel
 
 
-def _pallas_call(kernel, padded: int, dpad: int, dtype, interpret: bool, block: int, warps: int):
-    from jax.experimental import pallas as pl
-
-    per_pair = lambda rows: pl.BlockSpec((rows, block), lambda i: (0, i))
-    vector = pl.BlockSpec((block,), lambda i: (i,))
-    whole = lambda k: pl.BlockSpec((k,), lambda i: (0,))
-    anywhere = pl.BlockSpec(memory_space=pl.ANY)
-    in_specs = [whole(8), whole(8), per_pair(2), per_pair(2), per_pair(dpad), per_pair(dpad), vector, vector, anywhere, anywhere, anywhere]
-    out_specs = [per_pair(dpad), per_pair(dpad), vector, vector]
-    out_shape = [
-        jax.ShapeDtypeStruct((dpad, padded), dtype),
-        jax.ShapeDtypeStruct((dpad, padded), dtype),
-        jax.ShapeDtypeStruct((padded,), dtype),
-        jax.ShapeDtypeStruct((padded,), jnp.int32),
-    ]
-    params = {}
-    if not interpret:
-        from jax.experimental.pallas import triton as plt
-
-        params["compiler_params"] = plt.CompilerParams(num_warps=warps, num_stages=1)
-    return pl.pallas_call(kernel, out_shape=out_shape, grid=(padded // block,), in_specs=in_specs, out_specs=out_specs, interpret=interpret, name="dpjax_coupled_glm", **params)
-
-
-def _local_advance(fparams, iparams, words, order, x, xp, loss, finite, packed, small, table, *, kernel, dtype, interpret):
-    """Run the kernel on this device's pairs (padded to a multiple of the block, padding dropped)."""
-    k = x.shape[1]
-    block, warps = launch_shape()
-    padded = -(-k // block) * block
-    pad = lambda v: jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, padded - k)])
-    call = _pallas_call(kernel, padded, x.shape[0], dtype, interpret, block, warps)
-    outs = call(fparams, iparams, pad(words), pad(order), pad(x), pad(xp), pad(loss), pad(finite), packed, small, table)
-    return tuple(o[..., :k] for o in outs)
-
-
 def _small(prior, data, dim: int, dtype) -> jax.Array:
     """[a (d), c (d), alt_x (d), ||alt_x||, alt_mask, alt_y], padded to a power of two."""
     a, c = prior
@@ -356,7 +322,7 @@ def advance(sampler, data, index, keys, state, start, count, *, provider, num_sl
     x = jnp.pad(state.position.T, ((0, dpad - dim), (0, 0)))
     xp = jnp.pad(state.neighbour_position.T, ((0, dpad - dim), (0, 0)))
     kernel = _kernel(dim, num_slots, scheme, sampler.clip_norm is not None, provider.glm.derivative, dtype)
-    local = functools.partial(_local_advance, kernel=kernel, dtype=dtype, interpret=interpret)
+    local = functools.partial(_local_advance, kernel=kernel, dtype=dtype, interpret=interpret, name="dpjax_coupled_glm")
     args = (fparams, iparams, words, order, x, xp, state.path_loss, state.finite.astype(jnp.int32), packed, small, table)
     if mesh is not None and mesh.size > 1:
         from jax.sharding import PartitionSpec as P

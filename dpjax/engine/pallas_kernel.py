@@ -268,14 +268,17 @@ def launch_shape() -> tuple[int, int]:
     return values[0], values[1]
 
 
-def _pallas_call(kernel, padded: int, dpad: int, dtype, interpret: bool, block: int, warps: int):
+def _pallas_call(kernel, padded: int, dpad: int, dtype, interpret: bool, block: int, warps: int, num_tables: int, name: str):
+    """The pallas_call of a coupled kernel (both kernels' layout): two parameter vectors, the
+    per-pair words, order, positions, loss and flags in blocks of pairs, then ``num_tables``
+    data tables read by index from wherever they live."""
     from jax.experimental import pallas as pl
 
     per_pair = lambda rows: pl.BlockSpec((rows, block), lambda i: (0, i))
     vector = pl.BlockSpec((block,), lambda i: (i,))
     whole = lambda k: pl.BlockSpec((k,), lambda i: (0,))
     anywhere = pl.BlockSpec(memory_space=pl.ANY)
-    in_specs = [whole(8), whole(8), per_pair(2), per_pair(2), per_pair(dpad), per_pair(dpad), vector, vector, anywhere, anywhere, anywhere, anywhere]
+    in_specs = [whole(8), whole(8), per_pair(2), per_pair(2), per_pair(dpad), per_pair(dpad), vector, vector] + [anywhere] * num_tables
     out_specs = [per_pair(dpad), per_pair(dpad), vector, vector]
     out_shape = [
         jax.ShapeDtypeStruct((dpad, padded), dtype),
@@ -288,17 +291,17 @@ def _pallas_call(kernel, padded: int, dpad: int, dtype, interpret: bool, block: 
         from jax.experimental.pallas import triton as plt
 
         params["compiler_params"] = plt.CompilerParams(num_warps=warps, num_stages=1)
-    return pl.pallas_call(kernel, out_shape=out_shape, grid=(padded // block,), in_specs=in_specs, out_specs=out_specs, interpret=interpret, name="dpjax_coupled_quadratic", **params)
+    return pl.pallas_call(kernel, out_shape=out_shape, grid=(padded // block,), in_specs=in_specs, out_specs=out_specs, interpret=interpret, name=name, **params)
 
 
-def _local_advance(fparams, iparams, words, order, x, xp, loss, finite, hess, lin, small, table, *, kernel, dtype, interpret):
+def _local_advance(fparams, iparams, words, order, x, xp, loss, finite, *tables, kernel, dtype, interpret, name="dpjax_coupled_quadratic"):
     """Run the kernel on this device's pairs (padded to a multiple of the block, padding dropped)."""
     k = x.shape[1]
     block, warps = launch_shape()
     padded = -(-k // block) * block
     pad = lambda v: jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, padded - k)])
-    call = _pallas_call(kernel, padded, x.shape[0], dtype, interpret, block, warps)
-    outs = call(fparams, iparams, pad(words), pad(order), pad(x), pad(xp), pad(loss), pad(finite), hess, lin, small, table)
+    call = _pallas_call(kernel, padded, x.shape[0], dtype, interpret, block, warps, len(tables), name)
+    outs = call(fparams, iparams, pad(words), pad(order), pad(x), pad(xp), pad(loss), pad(finite), *tables)
     return tuple(o[..., :k] for o in outs)
 
 
