@@ -53,8 +53,7 @@ from ..models.structure import glm_of
 from ..samplers.batching import Cyclic, FullBatch, Poisson, UniformWithReplacement
 from ..samplers.permutation import mulmod
 from . import randomness as rng
-from .pallas_kernel import _local_advance, _pow2, coupled_update, steps_in_groups, store_state
-from .reference import PairState
+from .pallas_kernel import _pow2, coupled_update, launch, steps_in_groups, store_state
 
 MAX_DIM = 32
 # the prior probe: prior_grad(theta) must equal a theta + c to this relative tolerance (float64)
@@ -311,24 +310,7 @@ def advance(sampler, data, index, keys, state, start, count, *, provider, num_sl
         threshold, scale = [jnp.zeros((), jnp.int32)] * 3, jnp.ones((), dtype)
     fparams = jnp.stack([drift, noise_std, jnp.asarray(provider.model.likelihood_weight, dtype), clip, scale] + [jnp.zeros((), dtype)] * 3)
     iparams = jnp.stack([jnp.asarray(start, jnp.int32), jnp.asarray(count, jnp.int32), jnp.asarray(index, jnp.int32)] + threshold + [jnp.zeros((), jnp.int32)] * 2)
-    words = keys.words.T
-    if isinstance(scheme, Cyclic) and scheme.order is None:
-        order = jnp.stack([keys.batching.multiplier, keys.batching.offset]).astype(jnp.int32)
-    else:
-        order = jnp.zeros((2, words.shape[1]), jnp.int32)
-    table = jnp.asarray(scheme.order, jnp.int32) if (isinstance(scheme, Cyclic) and scheme.order is not None) else jnp.zeros((1,), jnp.int32)
-    packed = jnp.ravel(data["packed"]).astype(dtype)
-    small = _small(prior, data, dim, dtype)
-    x = jnp.pad(state.position.T, ((0, dpad - dim), (0, 0)))
-    xp = jnp.pad(state.neighbour_position.T, ((0, dpad - dim), (0, 0)))
+    tables = (jnp.ravel(data["packed"]).astype(dtype), _small(prior, data, dim, dtype))
     kernel = _kernel(dim, num_slots, scheme, sampler.clip_norm is not None, provider.glm.derivative, dtype)
-    local = functools.partial(_local_advance, kernel=kernel, dtype=dtype, interpret=interpret, name="dpjax_coupled_glm")
-    args = (fparams, iparams, words, order, x, xp, state.path_loss, state.finite.astype(jnp.int32), packed, small, table)
-    if mesh is not None and mesh.size > 1:
-        from jax.sharding import PartitionSpec as P
-
-        pairs, rows = P("chains"), P(None, "chains")
-        specs = (P(), P(), rows, rows, rows, rows, pairs, pairs, P(), P(), P())
-        local = jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=(rows, rows, pairs, pairs), check_vma=False)
-    new_x, new_xp, loss, finite = local(*args)
-    return PairState(new_x[:dim].T, new_xp[:dim].T, loss, finite.astype(bool))
+    return launch(kernel, fparams, iparams, keys, scheme, state, dpad, tables, dtype=dtype, interpret=interpret, mesh=mesh,
+                  name="dpjax_coupled_glm")

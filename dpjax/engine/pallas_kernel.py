@@ -319,25 +319,33 @@ def advance(sampler, data, index, keys, state, start, count, *, provider, num_sl
     clip = jnp.asarray(0.0 if sampler.clip_norm is None else sampler.clip_norm, dtype)
     fparams = jnp.stack([drift, noise_std, jnp.asarray(provider.model.prior_precision, dtype), clip] + [jnp.zeros((), dtype)] * 4)
     iparams = jnp.stack([jnp.asarray(start, jnp.int32), jnp.asarray(count, jnp.int32), jnp.asarray(index, jnp.int32)] + [jnp.zeros((), jnp.int32)] * 5)
+    tables = (jnp.ravel(data["hessians"]).astype(dtype), jnp.ravel(data["linears"]).astype(dtype), _pack_small(data, dtype))
+    kernel = _kernel(dim, num_slots, scheme, provider.homogeneous, sampler.clip_norm is not None, dtype)
+    return launch(kernel, fparams, iparams, keys, scheme, state, dpad, tables, dtype=dtype, interpret=interpret, mesh=mesh,
+                  name="dpjax_coupled_quadratic")
+
+
+def launch(kernel, fparams, iparams, keys, scheme, state, dpad: int, tables: tuple, *, dtype, interpret: bool, mesh, name: str) -> PairState:
+    """Run a coupled kernel over every pair (split over ``mesh``'s "chains" axis when it has
+    several devices): the pairs' Philox words, the cyclic order's per-pair parameters or its
+    fixed table, and the positions as coordinate-major rows padded to ``dpad``, then the
+    kernel's data ``tables``. Shared by both Pallas kernels."""
+    dim = state.position.shape[1]
     words = keys.words.T
     if isinstance(scheme, Cyclic) and scheme.order is None:
         order = jnp.stack([keys.batching.multiplier, keys.batching.offset]).astype(jnp.int32)
     else:
         order = jnp.zeros((2, words.shape[1]), jnp.int32)
     table = jnp.asarray(scheme.order, jnp.int32) if (isinstance(scheme, Cyclic) and scheme.order is not None) else jnp.zeros((1,), jnp.int32)
-    hess = jnp.ravel(data["hessians"]).astype(dtype)
-    lin = jnp.ravel(data["linears"]).astype(dtype)
-    small = _pack_small(data, dtype)
     x = jnp.pad(state.position.T, ((0, dpad - dim), (0, 0)))
     xp = jnp.pad(state.neighbour_position.T, ((0, dpad - dim), (0, 0)))
-    kernel = _kernel(dim, num_slots, scheme, provider.homogeneous, sampler.clip_norm is not None, dtype)
-    local = functools.partial(_local_advance, kernel=kernel, dtype=dtype, interpret=interpret)
-    args = (fparams, iparams, words, order, x, xp, state.path_loss, state.finite.astype(jnp.int32), hess, lin, small, table)
+    local = functools.partial(_local_advance, kernel=kernel, dtype=dtype, interpret=interpret, name=name)
+    args = (fparams, iparams, words, order, x, xp, state.path_loss, state.finite.astype(jnp.int32)) + tuple(tables) + (table,)
     if mesh is not None and mesh.size > 1:
         from jax.sharding import PartitionSpec as P
 
         pairs, rows = P("chains"), P(None, "chains")
-        specs = (P(), P(), rows, rows, rows, rows, pairs, pairs, P(), P(), P(), P())
+        specs = (P(), P(), rows, rows, rows, rows, pairs, pairs) + (P(),) * (len(tables) + 1)
         local = jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=(rows, rows, pairs, pairs), check_vma=False)
     new_x, new_xp, loss, finite = local(*args)
     return PairState(new_x[:dim].T, new_xp[:dim].T, loss, finite.astype(bool))

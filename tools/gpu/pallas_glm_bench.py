@@ -90,20 +90,11 @@ def _blackjax_seconds(x, y, prior_precision: float, step_size: float, temperatur
                              lambda th, rec: rec[1] * (rec[0] @ th) - jax.nn.softplus(rec[0] @ th), n)
     sgld = blackjax.sgld(grad_fn)
 
-    @jax.jit
-    def run(key):
-        def one_step(pos, t):
-            keys = jax.random.split(jax.random.fold_in(key, t), chains)
+    from dpjax.bench._baselines import uniform_batch_chains
 
-            def chain(k, p):
-                k_batch, k_noise = jax.random.split(k)
-                idx = jax.random.randint(k_batch, (batch_size,), 0, n)
-                # blackjax's step size is the Euler gamma = eta / 2
-                return sgld.step(k_noise, p, (data_x[idx], data_y[idx]), step_size / 2, temperature)
-
-            return jax.vmap(chain)(keys, pos), None
-
-        return jax.lax.scan(one_step, jnp.zeros((chains, x.shape[1]), jnp.float32), jnp.arange(steps))[0]
+    # blackjax's step size is the Euler gamma = eta / 2
+    run = jax.jit(uniform_batch_chains(lambda k, p, idx: sgld.step(k, p, (data_x[idx], data_y[idx]), step_size / 2, temperature),
+                                       jnp.zeros((chains, x.shape[1]), jnp.float32), steps, batch_size, n))
 
     with jax.default_matmul_precision("highest"):
         first, median = _timed(lambda: run(jax.random.key(0)), repeats)
