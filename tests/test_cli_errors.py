@@ -11,7 +11,10 @@ from dpjax import cli
 
 
 def test_a_missing_optional_dependency_is_one_line_naming_how_to_install_it(monkeypatch, capsys, tmp_path):
-    monkeypatch.setitem(sys.modules, "sklearn", None)  # as if scikit-learn were not installed
+    # as if scikit-learn were not installed: its submodules too, which an earlier test in the same
+    # process may have imported (a cached "sklearn.datasets" would be found without its parent)
+    for name in [m for m in sys.modules if m.startswith("sklearn.")] + ["sklearn"]:
+        monkeypatch.setitem(sys.modules, name, None)
     code = cli.main(["reproduce", "breast-cancer-audit", "--quick", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1
