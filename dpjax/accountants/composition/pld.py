@@ -414,7 +414,7 @@ def tilted_upper_bound(n: int, step: float, pmf, k_lo, steps, k_hi_eff, start, l
     """Upper bounds on the exact composed masses of the window (n points from ``start``) from
     the composition of the tilted stage PMFs a_s,j = p_s,j e^{lambda (l_j - top_s)} / m_s
     (m_s their sum, top_s the stage's highest loss): the composed mass at l_i is
-    a^{*T}_i F_i with F_i = exp(sum_s T_s (log m_s + lambda top_s) - lambda l_i), so the
+    ``a^{*T}_i F_i`` with ``F_i = exp(sum_s T_s (log m_s + lambda top_s) - lambda l_i)``, so the
     tilted composition's pointwise bound (R~ / n, R~ from :func:`_compose_one`) becomes
     R~ F_i / n: relative to the mass near the tilt's centre, not to the total (module docstring).
 
