@@ -90,7 +90,9 @@ def _printed(cell) -> str:
             parts.append(output.get("text", ""))
         elif output.get("output_type") in ("execute_result", "display_data"):
             parts.append(output.get("data", {}).get("text/plain", "") + "\n")
-    return re.sub(r"0x[0-9a-fA-F]+", "0x_", "".join(parts))
+    # wall times, e.g. "(55.7 s)", differ from run to run: blanked like addresses
+    text = re.sub(r"\(\d+(?:\.\d+)? s\)", "(_ s)", "".join(parts))
+    return re.sub(r"0x[0-9a-fA-F]+", "0x_", text)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
