@@ -196,9 +196,7 @@ def _kernel(dim: int, num_slots: int, scheme, has_clip: bool, derivative, dtype)
             def one(j, carry):
                 sum_d, sum_n, hits, used, record = carry
                 if uniform:
-                    w0, w1, w2, w3 = rng.draw_block(k0, k1, step, rng.BATCH, lax.shift_right_logical(j, jnp.int32(1)))
-                    even = lax.bitwise_and(j, jnp.int32(1)) == 0
-                    rows = rng.uniform_index(jnp.where(even, w0, w2), jnp.where(even, w1, w3), num_slots)
+                    rows = rng.uniform_index(*rng.index_word(k0, k1, step, rng.BATCH, j), num_slots)
                     present = one_
                 elif full:
                     rows = jnp.full(zero.shape, j, jnp.int32)
@@ -206,9 +204,7 @@ def _kernel(dim: int, num_slots: int, scheme, has_clip: bool, derivative, dtype)
                 elif poisson:
                     # slot j's 64-bit word: word j of the INCLUSION stream (rng.index_words), below
                     # the threshold with probability q (rng.bernoulli); every slot is visited (dense)
-                    w0, w1, w2, w3 = rng.draw_block(k0, k1, step, rng.INCLUSION, lax.shift_right_logical(j, jnp.int32(1)))
-                    even = lax.bitwise_and(j, jnp.int32(1)) == 0
-                    high, low = jnp.where(even, w0, w2), jnp.where(even, w1, w3)
+                    high, low = rng.index_word(k0, k1, step, rng.INCLUSION, j)
                     included = (high < t_high) | ((high == t_high) & (low < t_low)) | everyone
                     rows = jnp.full(zero.shape, j, jnp.int32)
                     present = jnp.where(included, one_, zero)

@@ -198,9 +198,7 @@ def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool,
             def one(j, carry):
                 sum_d, sum_n, hits, used, record = carry
                 if uniform:
-                    w0, w1, w2, w3 = rng.draw_block(k0, k1, step, rng.BATCH, lax.shift_right_logical(j, jnp.int32(1)))
-                    even = lax.bitwise_and(j, jnp.int32(1)) == 0
-                    rows = rng.uniform_index(jnp.where(even, w0, w2), jnp.where(even, w1, w3), num_slots)
+                    rows = rng.uniform_index(*rng.index_word(k0, k1, step, rng.BATCH, j), num_slots)
                     weight = jnp.ones_like(x[0])
                 else:
                     valid = first_position + j < num_slots

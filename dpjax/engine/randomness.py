@@ -41,6 +41,7 @@ from typing import Iterator
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 PHILOX_M0, PHILOX_M1 = 0xD2511F53, 0xCD9E8D57
 PHILOX_W0, PHILOX_W1 = 0x9E3779B9, 0xBB67AE85
@@ -350,6 +351,14 @@ def index_words(words: jax.Array, step, stream: int, count: int) -> tuple[jax.Ar
     high = jnp.stack([w0, w2], axis=-1).reshape(lead + (2 * blocks,))[..., :count]
     low = jnp.stack([w1, w3], axis=-1).reshape(lead + (2 * blocks,))[..., :count]
     return high, low
+
+
+def index_word(k0: jax.Array, k1: jax.Array, step, stream, j) -> tuple[jax.Array, jax.Array]:
+    """(high, low) of word ``j`` of ``stream`` at ``step``: one word of :func:`index_words`,
+    drawn where it is used (the Pallas kernels' form; two 64-bit words per Philox block)."""
+    w0, w1, w2, w3 = draw_block(k0, k1, step, stream, lax.shift_right_logical(j, jnp.int32(1)))
+    even = lax.bitwise_and(j, jnp.int32(1)) == 0
+    return jnp.where(even, w0, w2), jnp.where(even, w1, w3)
 
 
 def uniform_index(high: jax.Array, low: jax.Array, n) -> jax.Array:
