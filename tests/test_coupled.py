@@ -3,6 +3,8 @@
 Statistical checks use fixed seeds and 5-sigma bands (sd of a sample variance from the
 sample's own fourth moment) or KS / chi-square tests at p > 1e-4 (a significance level).
 """
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -222,23 +224,27 @@ def test_runner_validation_errors():
 
 
 @pytest.mark.slow  # a fresh interpreter with paper 000's n (~20 s on a loaded 2-core machine)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the peak from /proc/self/status")
 def test_paper_000_scale_runs_without_pairs_by_records_tables():
     """n = 1,149,019 records and 4,096 pairs of cyclic SGLD: materialised orders would take
     4096 * 1149019 * 4 bytes = 18.8 GB (4.7 GB even at one byte per entry); the keyed orders
-    need O(K + n). The whole process peaks at ~0.5 GB on this machine, but XLA's compiler has
-    been seen at 1.3 GB on a CI host, so the check is below the smallest K x n table."""
+    need O(K + n). The process peaks at ~0.8 GB on this machine, so the check is below the
+    smallest K x n table. The peak is the child's own VmHWM: its ru_maxrss would not do, since
+    Linux carries the parent's high-water mark across fork and exec (CI once read the pytest
+    worker's 4.3 GB there)."""
     import subprocess
     import sys
     import textwrap
 
     script = textwrap.dedent(
         """
-        import resource, dpjax
+        import dpjax
         from dpjax import samplers
         from dpjax.bench.coupled import _problem
         model, pair, x, y, eta = _problem(1_149_019)
         r = dpjax.run_coupled(0, model, pair, samplers.cyclic_sgld(eta), num_pairs=4096, num_steps=64, progress=False)
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.num_nonfinite)
+        hwm = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
+        print(hwm, r.num_nonfinite)
         """
     )
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True, timeout=600)
