@@ -40,7 +40,7 @@ TINY = {
 
 
 def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "JAX_", "DPJAX_")) or k == "DPJAX_NO_COMPILATION_CACHE"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "JAX_", "DPJAX_")) or k in ("DPJAX_NO_COMPILATION_CACHE", "DPJAX_COMPILATION_CACHE_DIR")}
     env["JAX_PLATFORMS"] = "cpu"  # the layouts compared are CPU devices and gloo processes, also on a GPU machine
     env.update({k: str(v) for k, v in extra.items()})
     return env
