@@ -8,8 +8,11 @@ from typing import Any, Callable
 import numpy as np
 
 
-def median_seconds(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """(median wall seconds of ``repeats`` calls of ``fn``, the last call's result)."""
+def median_seconds(fn: Callable[[], Any], repeats: int, *, warm: bool = False) -> tuple[float, Any]:
+    """(median wall seconds of ``repeats`` calls of ``fn``, the last call's result); ``warm``:
+    one untimed call first (compilation, caches)."""
+    if warm:
+        fn()
     times, result = [], None
     for _ in range(repeats):
         start = time.perf_counter()
