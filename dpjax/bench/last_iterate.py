@@ -18,15 +18,12 @@ import argparse
 import numpy as np
 
 from ..accountants import last_iterate_curve
-from ._baselines import median_seconds
+from ._baselines import add_configuration_arguments, median_seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--configs", type=int, default=1000, help="number of configurations (default 1000)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats of the batched call (medians reported)")
+    add_configuration_arguments(parser, what="last-iterate", repeats=5)
     parser.add_argument("--baseline-configs", type=int, default=50, help="configurations timed one per call (baseline)")
-    parser.add_argument("--delta", type=float, default=1e-5, help="delta of the eps read off each curve")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random configurations")
 
 
 def sample_configs(num: int, seed: int) -> dict:
