@@ -26,7 +26,6 @@ uses to clip (:class:`dpjax.engine.gradients.BatchedGradients`).
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
@@ -34,11 +33,10 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from ..data import Dataset
+from ._priors import isotropic_gaussian_log_prior
 from .base import Model, shared
 from .linear_regression import _check_xy_dataset
 from .logistic import check_binary_labels, logistic_regression_dataset
-
-_LOG_2PI = math.log(2 * math.pi)
 
 # smooth activations (the Langevin drift needs a differentiable log-likelihood)
 ACTIVATIONS = {"tanh": jnp.tanh, "softplus": jax.nn.softplus, "sigmoid": jax.nn.sigmoid}
@@ -79,7 +77,6 @@ def mlp_classifier(prior_precision: float, num_inputs: int, hidden: int = 64, ac
         raise ValueError(f"activation={activation!r} is not one of {sorted(ACTIVATIONS)}")
     act = ACTIVATIONS[activation]
     dim = mlp_dim(p, m)
-    log_norm_prior = 0.5 * dim * (math.log(alpha) - _LOG_2PI)
 
     def logit(theta, x):
         w1, b1, w2, b2 = mlp_unflatten(theta, p, m)
@@ -90,9 +87,6 @@ def mlp_classifier(prior_precision: float, num_inputs: int, hidden: int = 64, ac
         y = record["y"]
         # log_sigmoid keeps every margin finite (log(sigmoid(z)) underflows for z < -745)
         return y * jax.nn.log_sigmoid(z) + (1 - y) * jax.nn.log_sigmoid(-z)
-
-    def log_prior(theta):
-        return log_norm_prior - 0.5 * alpha * jnp.sum(theta**2)
 
     def record_grad_norms(theta, records):
         """||grad_theta log p(record_j | theta)|| for a batch (records' x: (b, p), y: (b,))."""
@@ -117,5 +111,5 @@ def mlp_classifier(prior_precision: float, num_inputs: int, hidden: int = 64, ac
         _check_xy_dataset(dataset, p, "mlp_classifier")
         check_binary_labels(dataset.fields["y"], "y")
 
-    return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name=f"mlp_classifier_{p}_{m}_1",
+    return Model(log_likelihood=log_likelihood, log_prior=isotropic_gaussian_log_prior(alpha, dim), dim=dim, name=f"mlp_classifier_{p}_{m}_1",
                  dataset_check=check, record_grad_norms=record_grad_norms)
