@@ -4,11 +4,12 @@ Each is an independent reference or a small piece of set-up written once: the st
 cyclic-SGLD recursion that paper 000's closed forms are checked against, the comparison of
 paper 003's Algorithm 1 with its numpy reference, the Bayesian
 linear-regression model of the sampler tests, the argument namespaces of the reproductions'
-small runs.
+small runs, and the sweep tests' two tiny problems.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 
 import jax.numpy as jnp
 import numpy as np
@@ -69,3 +70,23 @@ def tiny_regression_contamination_args(module, *extra):
     """Paper 003's regression reproductions at the smallest size that exercises them."""
     return experiment_args(module, ["--n-values", "150,300", "--dims", "3", "--K", "4", "--particles", "100", "--dataset-batch", "4", *extra],
                            with_run_flags=True)
+
+
+# The sweep tests' tiny problems: (model, data with the record that differs, sampler), written
+# once for test_sweep_faults, test_sweep_run, test_sweep_cli and test_engine.
+SWEEP_PROBLEMS = {
+    "gaussian-mean": ({"name": "gaussian_mean", "dim": 1}, {"generator": "gaussian", "n": 6, "seed": 1, "record": {"x": [3.0]}},
+                      {"name": "ula", "step_size": 0.05}),
+    "regression": ({"name": "bayesian_linear_regression", "dim": 2},
+                   {"generator": "regression", "n": 8, "seed": 2, "record": {"x": [3.0, -3.0], "y": 5.0}},
+                   {"name": "cyclic-sgld", "step_size": 0.02}),
+}
+
+
+def sweep_point(problem: str, num_pairs: int, num_steps: int, record_steps, quantities, *, data=None, sampler=None, **top) -> dict:
+    """A fresh raw sweep point (or a config's ``defaults``) on ``SWEEP_PROBLEMS[problem]``:
+    ``data`` and ``sampler`` entries replace the problem's own, ``top`` adds keys (``seed``)
+    before the rest."""
+    model, base_data, base_sampler = copy.deepcopy(SWEEP_PROBLEMS[problem])
+    return {**top, "model": model, "data": {**base_data, **copy.deepcopy(data or {})}, "sampler": {**base_sampler, **(sampler or {})},
+            "num_pairs": num_pairs, "num_steps": num_steps, "record_steps": list(record_steps), "quantities": copy.deepcopy(quantities)}

@@ -320,10 +320,12 @@ def test_tiny_run_structure_budgets_and_claims():
     assert rows[0]["quantity"].startswith("n = 100") and all({"quantity", "paper", "dpjax"} <= set(r) for r in rows)
 
 
-def test_bad_arguments_are_rejected_before_compute():
-    with pytest.raises(ValueError, match="n=123"):
-        cme.run(_tiny_args(n_values=[123]))
-    with pytest.raises(ValueError, match="quantile-fraction"):
-        cme.run(_tiny_args(quantile_fraction=1.5))
+@pytest.mark.parametrize("bad, names", [({"n_values": [123]}, "n=123"), ({"quantile_fraction": 1.5}, "quantile-fraction")])
+def test_bad_arguments_are_rejected_before_compute(bad, names):
+    with pytest.raises(ValueError, match=names):
+        cme.run(_tiny_args(**bad))
+
+
+def test_coinpress_budget_needs_a_step():
     with pytest.raises(ValueError, match="steps"):
         pm.coinpress_budget(0.1, 0)

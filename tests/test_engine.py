@@ -190,20 +190,12 @@ def test_a_repeated_run_compiles_nothing_when_only_values_change(engine):
 
 
 def test_sweep_points_of_the_same_shapes_share_compiled_programs():
+    from _shared import sweep_point
     from dpjax.sweep import config as C
     from dpjax.sweep.chains import run_pairs
     from dpjax.sweep.runner import build_checked
 
-    raw = {
-        "seed": 5,
-        "model": {"name": "bayesian_linear_regression", "dim": 2},
-        "data": {"generator": "regression", "n": 8, "seed": 2, "record": {"x": [3.0, -3.0], "y": 5.0}},
-        "sampler": {"name": "cyclic-sgld", "step_size": 0.02},
-        "num_pairs": 13,
-        "num_steps": 20,
-        "record_steps": [20],
-        "quantities": [{"name": "epsilon_lower_bound", "delta": 0.01}],
-    }
+    raw = sweep_point("regression", 13, 20, [20], [{"name": "epsilon_lower_bound", "delta": 0.01}], seed=5)
 
     def run(seed, data_seed, step_size):
         point = copy.deepcopy(raw)

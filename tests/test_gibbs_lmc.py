@@ -156,12 +156,7 @@ def test_gibbs_lmc_end_to_end():
     assert gl.headline(results)
 
 
-def test_gibbs_lmc_bad_arguments():
-    with pytest.raises(ValueError, match="gamma"):
-        gl.run(_args(gammas=[0.6]))
-    with pytest.raises(ValueError, match="dim"):
-        gl.run(_args(dim=1))
-    with pytest.raises(ValueError, match="kappa"):
-        gl.run(_args(kappa=0.5))
-    with pytest.raises(ValueError, match="delta"):
-        gl.run(_args(delta=1.5))
+@pytest.mark.parametrize("bad, names", [({"gammas": [0.6]}, "gamma"), ({"dim": 1}, "dim"), ({"kappa": 0.5}, "kappa"), ({"delta": 1.5}, "delta")])
+def test_gibbs_lmc_bad_arguments(bad, names):
+    with pytest.raises(ValueError, match=names):
+        gl.run(_args(**bad))

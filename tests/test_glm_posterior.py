@@ -52,17 +52,30 @@ def test_lemma3_quadrature_at_fractional_order_is_between_neighbours():
     assert gp.logistic_tightness_renyi(2, s2) < mid < gp.logistic_tightness_renyi(3, s2)
 
 
-def test_lemma3_bad_input():
-    with pytest.raises(ValueError, match="order"):
-        gp.logistic_tightness_renyi(2.5, 1.0)
-    with pytest.raises(ValueError, match="order"):
-        gp.logistic_tightness_renyi(1, 1.0)
-    with pytest.raises(ValueError, match="prior_variance"):
-        gp.logistic_tightness_renyi(3, 0.0)
-    with pytest.raises(ValueError, match="mode"):
-        gp.logistic_tightness_renyi(3, 1.0, mode="printed")
-    with pytest.raises(ValueError, match="order"):
-        gp.logistic_pair_renyi_quadrature(1.0, 1.0)
+# bad input: (function, positional arguments, keywords, what the ValueError must name)
+_BAD_INPUT = {
+    "lemma3": [
+        (gp.logistic_tightness_renyi, (2.5, 1.0), {}, "order"),
+        (gp.logistic_tightness_renyi, (1, 1.0), {}, "order"),
+        (gp.logistic_tightness_renyi, (3, 0.0), {}, "prior_variance"),
+        (gp.logistic_tightness_renyi, (3, 1.0), {"mode": "printed"}, "mode"),
+        (gp.logistic_pair_renyi_quadrature, (1.0, 1.0), {}, "order"),
+    ],
+    "calibration": [
+        (gp.calibrate_glm, (0.0, 10.0), {}, "epsilon"),
+        (gp.calibrate_glm, (1.0, 0.5), {}, "order"),
+        (gp.calibrate_glm, (1.0, 10.0), {"ops_conversion": "tight"}, "conversion"),
+        (gp.calibrate_glm, (1.0, 10.0), {"ops_radius": -1.0}, "radius"),
+        (gp.calibrate_glm, (1.0, 10.0), {"prior_precision": 0.0}, "prior_precision"),
+    ],
+}
+
+
+@pytest.mark.parametrize("fn, args, kwargs, names", [case for cases in _BAD_INPUT.values() for case in cases],
+                         ids=[f"{group}-{i}" for group, cases in _BAD_INPUT.items() for i in range(len(cases))])
+def test_bad_input_is_refused_naming_the_argument(fn, args, kwargs, names):
+    with pytest.raises(ValueError, match=names):
+        fn(*args, **kwargs)
 
 
 # --- calibrations -----------------------------------------------------------------------------
@@ -128,19 +141,6 @@ def test_logistic_loss_range_by_brute_force():
     # attained: w aligned with |x| = c, the label flipped (w.x = cR: losses log(1 + e^{-cR}), log(1 + e^{cR}))
     attained = -log_expit(-radius * c) + log_expit(radius * c)
     assert attained == pytest.approx(gp.logistic_loss_range(c, radius), rel=1e-12)
-
-
-def test_calibration_bad_input():
-    with pytest.raises(ValueError, match="epsilon"):
-        gp.calibrate_glm(0.0, 10.0)
-    with pytest.raises(ValueError, match="order"):
-        gp.calibrate_glm(1.0, 0.5)
-    with pytest.raises(ValueError, match="conversion"):
-        gp.calibrate_glm(1.0, 10.0, ops_conversion="tight")
-    with pytest.raises(ValueError, match="radius"):
-        gp.calibrate_glm(1.0, 10.0, ops_radius=-1.0)
-    with pytest.raises(ValueError, match="prior_precision"):
-        gp.calibrate_glm(1.0, 10.0, prior_precision=0.0)
 
 
 # --- the Hessian lemma (§A.4) ---------------------------------------------------------------

@@ -142,24 +142,30 @@ LOWERED = [
 ]
 
 
-@pytest.mark.parametrize("sampler", LOWERED)
-def test_kernel_lowers_to_triton_for_cuda(sampler):
-    """What a GPU run compiles, checked without a GPU: JAX lowers the kernel for CUDA (Pallas ->
-    Triton IR) on the CPU; an unsupported primitive (e.g. the loss derivative's) fails here."""
+def _triton_calls_lowered_for_cuda(model, pair, sampler, num_pairs: int) -> int:
+    """How many Triton calls the kernel's float32 program holds when JAX lowers it for CUDA
+    (Pallas -> Triton IR) on this CPU: what a GPU run would compile, without a GPU."""
     from jax import export
 
-    dim = 5
-    model = logistic_regression(1.0, dim)
-    pair = _logistic_pair(dim, "replace-one")
-    dtype = jnp.float32
+    dim, dtype = model.dim, jnp.float32
     provider, data = provider_for(model, pair, "glm", dtype, sampler)
-    _, keys = reference.chain_setup(sampler, jax.random.key(0), jnp.arange(256, dtype=jnp.uint32), num_slots=N)
-    state = reference.PairState(jnp.zeros((256, dim), dtype), jnp.zeros((256, dim), dtype), jnp.zeros(256, dtype), jnp.ones(256, bool))
+    _, keys = reference.chain_setup(sampler, jax.random.key(0), jnp.arange(num_pairs, dtype=jnp.uint32), num_slots=N)
+    zeros = jnp.zeros((num_pairs, dim), dtype)
+    state = reference.PairState(zeros, zeros, jnp.zeros(num_pairs, dtype), jnp.ones(num_pairs, bool))
     fn = jax.jit(lambda *a: pallas_glm.advance(*a, provider=provider, num_slots=N, mesh=None, interpret=False))
     exported = export.export(fn, platforms=["cuda"], disabled_checks=[export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(
         sampler, data, jnp.int32(pair.index), keys, state, jnp.int32(0), jnp.int32(10)
     )
-    assert exported.mlir_module().count("__gpu$xla.gpu.triton") == 1
+    return exported.mlir_module().count("__gpu$xla.gpu.triton")
+
+
+@pytest.mark.parametrize("sampler", LOWERED)
+def test_kernel_lowers_to_triton_for_cuda(sampler):
+    """What a GPU run compiles, checked without a GPU: JAX lowers the kernel for CUDA (Pallas ->
+    Triton IR) on the CPU; an unsupported primitive (e.g. the loss derivative's) fails here."""
+    dim = 5
+    model = logistic_regression(1.0, dim)
+    assert _triton_calls_lowered_for_cuda(model, _logistic_pair(dim, "replace-one"), sampler, num_pairs=256) == 1
 
 
 def _poisson_regression(dim):
@@ -186,8 +192,6 @@ def test_other_glms_equal_the_xla_path_and_lower_for_cuda(make_model):
     """Poisson regression (exp) and probit regression (normal log-cdf, derivative by autodiff):
     the kernel's numbers equal the XLA GLM path's in interpret mode; Poisson's derivative lowers
     to Triton, probit's (erf) does not in this JAX and unsupported_reason says so."""
-    from jax import export
-
     dim = 3
     model = make_model(dim)
     pair = _logistic_pair(dim, "replace-one")  # 0/1 responses: valid counts and valid labels
@@ -202,15 +206,7 @@ def test_other_glms_equal_the_xla_path_and_lower_for_cuda(make_model):
         assert reason is not None and "erf" in reason, reason
         return
     assert reason is None
-    dtype = jnp.float32
-    provider, data = provider_for(model, pair, "glm", dtype, sampler)
-    _, keys = reference.chain_setup(sampler, jax.random.key(0), jnp.arange(128, dtype=jnp.uint32), num_slots=N)
-    state = reference.PairState(jnp.zeros((128, dim), dtype), jnp.zeros((128, dim), dtype), jnp.zeros(128, dtype), jnp.ones(128, bool))
-    fn = jax.jit(lambda *a: pallas_glm.advance(*a, provider=provider, num_slots=N, mesh=None, interpret=False))
-    exported = export.export(fn, platforms=["cuda"], disabled_checks=[export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(
-        sampler, data, jnp.int32(pair.index), keys, state, jnp.int32(0), jnp.int32(10)
-    )
-    assert exported.mlir_module().count("__gpu$xla.gpu.triton") == 1
+    assert _triton_calls_lowered_for_cuda(model, pair, sampler, num_pairs=128) == 1
 
 
 def test_unsupported_configurations_say_why():

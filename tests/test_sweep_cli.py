@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from _shared import sweep_point
 from dpjax.sweep.store import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,24 +24,16 @@ TINY = {
     # one SGLD point (batch randomness, d = 2, checkpoints, padding: 30 pairs on 4 devices)
     "seed": 7,
     "checkpoint_every": 10,
-    "defaults": {
-        "model": {"name": "bayesian_linear_regression", "dim": 2},
-        "data": {"generator": "regression", "n": 8, "seed": 2, "record": {"x": [2.0, -2.0], "y": 3.0}},
-        "sampler": {"name": "sgld", "step_size": 0.02, "batching": "uniform", "batch_size": 3},
-        "num_pairs": 30,
-        "num_steps": 24,
-        "record_steps": [12, 24],
-        "quantities": [
-            {"name": "epsilon_lower_bound", "delta": 0.05},
-            {"name": "epsilon_estimate", "delta": 0.05, "num_bootstrap": 20},
-            {"name": "path_delta", "epsilons": [0.5, 1.0]},
-        ],
-    },
+    "defaults": sweep_point("regression", 30, 24, [12, 24], [
+        {"name": "epsilon_lower_bound", "delta": 0.05},
+        {"name": "epsilon_estimate", "delta": 0.05, "num_bootstrap": 20},
+        {"name": "path_delta", "epsilons": [0.5, 1.0]},
+    ], data={"record": {"x": [2.0, -2.0], "y": 3.0}}, sampler={"name": "sgld", "batching": "uniform", "batch_size": 3}),
 }
 
 
 def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "JAX_", "DPJAX_")) or k == "DPJAX_NO_COMPILATION_CACHE"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "JAX_", "DPJAX_")) or k in ("DPJAX_NO_COMPILATION_CACHE", "DPJAX_COMPILATION_CACHE_DIR")}
     env["JAX_PLATFORMS"] = "cpu"  # the layouts compared are CPU devices and gloo processes, also on a GPU machine
     env.update({k: str(v) for k, v in extra.items()})
     return env

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _shared import sweep_point
 from dpjax.sweep import config as C
 from dpjax.sweep import store as S
 from dpjax.sweep import runner
@@ -36,19 +37,11 @@ from dpjax.sweep.store import ResultsStore, StoreBusyError, StoreError, StoreWar
 KEY = ["config_hash", "step", "quantity", "argument"]
 CONFIG = {
     "seed": 0,
-    "defaults": {
-        "model": {"name": "gaussian_mean", "dim": 1},
-        "data": {"generator": "gaussian", "n": 6, "seed": 1, "record": {"x": [3.0]}},
-        "sampler": {"name": "ula", "step_size": 0.05},
-        "num_pairs": 40,
-        "num_steps": 12,
-        "record_steps": [4, 12],
-        "quantities": [
-            {"name": "epsilon_lower_bound", "delta": 0.01},
-            {"name": "epsilon_estimate", "delta": 0.01, "num_bootstrap": 10},
-            {"name": "path_delta", "epsilons": [0.5, 1.0]},
-        ],
-    },
+    "defaults": sweep_point("gaussian-mean", 40, 12, [4, 12], [
+        {"name": "epsilon_lower_bound", "delta": 0.01},
+        {"name": "epsilon_estimate", "delta": 0.01, "num_bootstrap": 10},
+        {"name": "path_delta", "epsilons": [0.5, 1.0]},
+    ]),
     "grid": {"seed": [0, 1]},
 }
 POINTS, _ = C.expand(CONFIG)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dpjax
+from _shared import sweep_point
 from dpjax.accountants.mechanisms.gaussian_divergence import analytic_gaussian_delta, analytic_gaussian_epsilon
 from dpjax.sweep import config as C
 from dpjax.sweep.chains import run_pairs
@@ -17,21 +18,12 @@ from dpjax.sweep.runner import build_checked, run_points
 from dpjax.sweep.store import load_results
 
 X_REPLACED = 4.0
-ULA_POINT = {
-    "seed": 3,
-    "model": {"name": "gaussian_mean", "dim": 1},
-    "data": {"generator": "gaussian", "n": 10, "seed": 1, "record": {"x": [X_REPLACED]}},
-    "sampler": {"name": "ula", "step_size": 0.02},
-    "num_pairs": 4000,
-    "num_steps": 60,
-    "record_steps": [30, 60],
-    "quantities": [
-        {"name": "epsilon_lower_bound", "delta": 0.01},
-        {"name": "path_delta", "epsilons": [0.5, 1.0, 2.0]},
-        {"name": "exact_epsilon", "delta": 0.01},
-        {"name": "girsanov_path_epsilon", "delta": 0.01},
-    ],
-}
+ULA_POINT = sweep_point("gaussian-mean", 4000, 60, [30, 60], [
+    {"name": "epsilon_lower_bound", "delta": 0.01},
+    {"name": "path_delta", "epsilons": [0.5, 1.0, 2.0]},
+    {"name": "exact_epsilon", "delta": 0.01},
+    {"name": "girsanov_path_epsilon", "delta": 0.01},
+], data={"n": 10, "record": {"x": [X_REPLACED]}}, sampler={"step_size": 0.02}, seed=3)
 
 
 def _resolved(raw):
@@ -39,18 +31,7 @@ def _resolved(raw):
 
 
 def _cyclic_point():
-    return _resolved(
-        {
-            "seed": 5,
-            "model": {"name": "bayesian_linear_regression", "dim": 2},
-            "data": {"generator": "regression", "n": 8, "seed": 2, "record": {"x": [3.0, -3.0], "y": 5.0}},
-            "sampler": {"name": "cyclic-sgld", "step_size": 0.02},
-            "num_pairs": 13,
-            "num_steps": 37,
-            "record_steps": [0, 9, 20, 37],
-            "quantities": [{"name": "epsilon_lower_bound", "delta": 0.01}],
-        }
-    )
+    return _resolved(sweep_point("regression", 13, 37, [0, 9, 20, 37], [{"name": "epsilon_lower_bound", "delta": 0.01}], seed=5))
 
 
 def _run(point, problem=None, **kw):

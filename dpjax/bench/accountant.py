@@ -37,15 +37,12 @@ import numpy as np
 
 from ..accountants import rdp_to_epsilon, subsampled_gaussian_rdp
 from ..accountants.composition.rdp import DEFAULT_ORDERS
-from ._baselines import median_seconds
+from ._baselines import add_configuration_arguments, median_seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--configs", type=int, default=1000, help="number of (q, sigma, steps) configurations")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats (medians reported)")
+    add_configuration_arguments(parser, what="(q, sigma, steps)", repeats=3)
     parser.add_argument("--baseline-repeats", type=int, default=1, help="timed repeats of the dp_accounting loop")
-    parser.add_argument("--delta", type=float, default=1e-5, help="delta at which eps is computed (default 1e-5)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
     parser.add_argument("--pld-configs", type=int, default=1000, help="configurations of the PLD row (0: skip it)")
     parser.add_argument("--pld-baseline-configs", type=int, default=60,
                         help="how many of them dp_accounting's PLDAccountant computes (about 1 s each)")

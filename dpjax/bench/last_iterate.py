@@ -14,19 +14,16 @@ call x the number of configurations). Times are medians of ``--repeats`` warm re
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from ..accountants import last_iterate_curve
+from ._baselines import add_configuration_arguments, median_seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--configs", type=int, default=1000, help="number of configurations (default 1000)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats of the batched call (medians reported)")
+    add_configuration_arguments(parser, what="last-iterate", repeats=5)
     parser.add_argument("--baseline-configs", type=int, default=50, help="configurations timed one per call (baseline)")
-    parser.add_argument("--delta", type=float, default=1e-5, help="delta of the eps read off each curve")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random configurations")
 
 
 def sample_configs(num: int, seed: int) -> dict:
@@ -38,16 +35,6 @@ def sample_configs(num: int, seed: int) -> dict:
         strong_convexity=10.0 ** rng.uniform(-4.0, np.log10(0.5), num),
         diameter=np.where(rng.uniform(size=num) < 0.5, 1.0, np.inf),
     )
-
-
-def _time(fn, repeats):
-    fn()  # warm
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), out
 
 
 def run(args) -> dict:
@@ -69,8 +56,8 @@ def run(args) -> dict:
                                        diameter=kw["diameter"], **common, **extra)
             return curve, curve.epsilon(args.delta)
 
-        t_build, _ = _time(lambda: batched()[0], args.repeats)
-        t_all, (_, eps) = _time(batched, args.repeats)
+        t_build, _ = median_seconds(lambda: batched()[0], args.repeats, warm=True)
+        t_all, (_, eps) = median_seconds(batched, args.repeats, warm=True)
         k = min(args.baseline_configs, args.configs)
 
         def one_by_one(kw=kw, extra=extra, k=k):
@@ -78,7 +65,7 @@ def run(args) -> dict:
                                              strong_convexity=kw["strong_convexity"][i], diameter=kw["diameter"][i], **common,
                                              **extra).epsilon(args.delta)) for i in range(k)]
 
-        t_loop, loop_eps = _time(one_by_one, 1)
+        t_loop, loop_eps = median_seconds(one_by_one, 1, warm=True)
         per_call = t_loop / k
         rows[label] = dict(
             batched_curve_s=t_build, batched_curve_and_eps_s=t_all, one_per_call_s=per_call * args.configs,

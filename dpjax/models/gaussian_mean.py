@@ -8,29 +8,23 @@ I / (n beta + lambda)) (App. B), which :func:`gaussian_mean_posterior` returns.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from ..data import Dataset, _check_dataset, make_dataset
+from ..data import Dataset, make_dataset
+from ._design import design_matrix, present_design
+from ._priors import isotropic_gaussian_log_prior
 from .base import shared
 from .constants import CurvatureCertificate
 from .quadratic import QuadraticModel
 
-_LOG_2PI = math.log(2 * math.pi)
-
 
 def gaussian_mean_dataset(x: Any, mask: Any = None) -> Dataset:
     """Dataset with ``x`` of shape (n, d); a 1-D ``x`` becomes (n, 1)."""
-    x = V.real_array("x", x, cast=False)
-    if x.ndim == 1:
-        x = x[:, None]
-    if x.ndim != 2:
-        raise ValueError(f"x has shape {x.shape}; it must be 1-D (n,) or 2-D (n, d)")
-    return make_dataset(mask=mask, x=x)
+    return make_dataset(mask=mask, x=design_matrix(x))
 
 
 @shared
@@ -45,13 +39,9 @@ def gaussian_mean(dim: int = 1, prior_precision: float = 1.0, inverse_temperatur
     dim = V.positive_int("dim", dim)
     lam = V.nonnegative("prior_precision", prior_precision, "prior_precision >= 0 (0 is the flat prior)")
     beta = V.positive("inverse_temperature", inverse_temperature)
-    log_norm_prior = 0.5 * dim * (math.log(lam) - _LOG_2PI) if lam > 0 else 0.0
 
     def log_likelihood(theta, record):
         return -0.5 * jnp.sum((theta - record["x"]) ** 2)
-
-    def log_prior(theta):
-        return log_norm_prior - 0.5 * lam * jnp.sum(theta**2)
 
     def record_quadratic(fields):
         x = fields["x"]
@@ -67,7 +57,7 @@ def gaussian_mean(dim: int = 1, prior_precision: float = 1.0, inverse_temperatur
 
     return QuadraticModel(
         log_likelihood=log_likelihood,
-        log_prior=log_prior,
+        log_prior=isotropic_gaussian_log_prior(lam, dim),
         dim=dim,
         likelihood_weight=beta,
         name="gaussian_mean",
@@ -83,11 +73,7 @@ def gaussian_mean_posterior(inverse_temperature: float, prior_precision: float, 
     with n the number of present records (mask 1)."""
     beta = V.positive("inverse_temperature", inverse_temperature)
     lam = V.nonnegative("prior_precision", prior_precision)
-    _check_dataset("dataset", dataset)
-    x = np.asarray(dataset.fields["x"], dtype=np.float64)
-    if x.ndim == 1:
-        x = x[:, None]
-    mask = np.asarray(dataset.mask, dtype=np.float64)
+    x, mask = present_design(dataset)
     precision = mask.sum() * beta + lam
     if not precision > 0:
         raise ValueError("the Gibbs posterior is improper: no records and prior_precision = 0")

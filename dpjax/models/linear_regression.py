@@ -15,7 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from ..data import Dataset, _check_dataset, make_dataset
+from ..data import Dataset, make_dataset
+from ._design import design_matrix, present_design
+from ._priors import isotropic_gaussian_log_prior
 from .base import shared
 from .constants import CurvatureCertificate
 from .quadratic import QuadraticModel
@@ -37,11 +39,7 @@ def _check_xy_dataset(dataset: Dataset, dim: int, name: str) -> None:
 
 def regression_dataset(x: Any, y: Any, mask: Any = None) -> Dataset:
     """Dataset with ``x`` of shape (n, d) and ``y`` of shape (n,); a 1-D ``x`` becomes (n, 1)."""
-    x = V.real_array("x", x, cast=False)
-    if x.ndim == 1:
-        x = x[:, None]
-    if x.ndim != 2:
-        raise ValueError(f"x has shape {x.shape}; it must be 1-D (n,) or 2-D (n, d)")
+    x = design_matrix(x)
     y = V.real_array("y", y, cast=False)
     if y.ndim != 1:
         raise ValueError(f"y has shape {y.shape}; it must be 1-D (n,)")
@@ -59,14 +57,10 @@ def bayesian_linear_regression(noise_precision: float, prior_precision: float, d
     alpha = V.positive("prior_precision", prior_precision)
     dim = V.positive_int("dim", dim)
     log_norm_lik = 0.5 * (math.log(beta) - _LOG_2PI)
-    log_norm_prior = 0.5 * dim * (math.log(alpha) - _LOG_2PI)
 
     def log_likelihood(theta, record):
         residual = record["y"] - jnp.dot(record["x"], theta)
         return log_norm_lik - 0.5 * beta * residual**2
-
-    def log_prior(theta):
-        return log_norm_prior - 0.5 * alpha * jnp.sum(theta**2)
 
     def record_quadratic(fields):
         x, y = fields["x"], fields["y"]
@@ -80,7 +74,7 @@ def bayesian_linear_regression(noise_precision: float, prior_precision: float, d
     return QuadraticModel(
         glm=glm,
         log_likelihood=log_likelihood,
-        log_prior=log_prior,
+        log_prior=isotropic_gaussian_log_prior(alpha, dim),
         dim=dim,
         name="bayesian_linear_regression",
         dataset_check=check,
@@ -95,12 +89,8 @@ def linear_regression_posterior(noise_precision: float, prior_precision: float, 
     paper 000 Lemma 4.1 for d = 1), with removed records (mask 0) left out. float64 numpy."""
     beta = V.positive("noise_precision", noise_precision)
     alpha = V.positive("prior_precision", prior_precision)
-    _check_dataset("dataset", dataset)
-    x = np.asarray(dataset.fields["x"], dtype=np.float64)
-    if x.ndim == 1:
-        x = x[:, None]
+    x, mask = present_design(dataset)
     y = np.asarray(dataset.fields["y"], dtype=np.float64)
-    mask = np.asarray(dataset.mask, dtype=np.float64)
     precision = alpha * np.eye(x.shape[1]) + beta * (x * mask[:, None]).T @ x
     covariance = np.linalg.inv(precision)
     mean = beta * covariance @ (x.T @ (mask * y))

@@ -7,7 +7,6 @@ Records are ``{"x": (d,), "y": ()}`` with y in {0, 1}. The log-likelihood is wri
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
@@ -16,12 +15,11 @@ import numpy as np
 
 from .. import _validate as V
 from ..data import Dataset
+from ._priors import isotropic_gaussian_log_prior
 from .base import Model, shared
 from .constants import CurvatureCertificate
 from .linear_regression import _check_xy_dataset, regression_dataset
 from .structure import GLM
-
-_LOG_2PI = math.log(2 * math.pi)
 
 
 def check_binary_labels(y: Any, name: str = "y") -> None:
@@ -46,15 +44,11 @@ def logistic_regression(prior_precision: float, dim: int) -> Model:
     """
     alpha = V.positive("prior_precision", prior_precision)
     dim = V.positive_int("dim", dim)
-    log_norm_prior = 0.5 * dim * (math.log(alpha) - _LOG_2PI)
 
     def log_likelihood(theta, record):
         z = jnp.dot(record["x"], theta)
         y = record["y"]
         return y * jax.nn.log_sigmoid(z) + (1 - y) * jax.nn.log_sigmoid(-z)
-
-    def log_prior(theta):
-        return log_norm_prior - 0.5 * alpha * jnp.sum(theta**2)
 
     def check(dataset):
         _check_xy_dataset(dataset, dim, "logistic_regression")
@@ -62,5 +56,5 @@ def logistic_regression(prior_precision: float, dim: int) -> Model:
 
     # a GLM in the logit z = <theta, x>: -log p = softplus(z) - y z, d/dz = sigmoid(z) - y
     glm = GLM(loss=lambda y, z: jax.nn.softplus(z) - y * z, loss_derivative=lambda y, z: jax.nn.sigmoid(z) - y, design="x", response="y")
-    return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name="logistic_regression", dataset_check=check,
+    return Model(log_likelihood=log_likelihood, log_prior=isotropic_gaussian_log_prior(alpha, dim), dim=dim, name="logistic_regression", dataset_check=check,
                  curvature=CurvatureCertificate("logistic-regression", alpha), glm=glm)

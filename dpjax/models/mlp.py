@@ -37,7 +37,6 @@ what one unclipped reverse-mode gradient costs. The coupled engine's "batched" p
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
@@ -45,11 +44,10 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from ..data import Dataset
+from ._priors import isotropic_gaussian_log_prior
 from .base import Model, shared
 from .linear_regression import _check_xy_dataset
 from .logistic import check_binary_labels, logistic_regression_dataset
-
-_LOG_2PI = math.log(2 * math.pi)
 
 # smooth activations (the Langevin drift needs a differentiable log-likelihood)
 ACTIVATIONS = {"tanh": jnp.tanh, "softplus": jax.nn.softplus, "sigmoid": jax.nn.sigmoid}
@@ -91,7 +89,6 @@ def mlp_classifier(prior_precision: float, num_inputs: int, hidden: int = 64, ac
         raise ValueError(f"activation={activation!r} is not one of {sorted(ACTIVATIONS)}")
     act = ACTIVATIONS[activation]
     dim = mlp_dim(p, m)
-    log_norm_prior = 0.5 * dim * (math.log(alpha) - _LOG_2PI)
 
     def logit(theta, x):
         w1, b1, w2, b2 = mlp_unflatten(theta, p, m)
@@ -102,9 +99,6 @@ def mlp_classifier(prior_precision: float, num_inputs: int, hidden: int = 64, ac
         y = record["y"]
         # log_sigmoid keeps every margin finite (log(sigmoid(z)) underflows for z < -745)
         return y * jax.nn.log_sigmoid(z) + (1 - y) * jax.nn.log_sigmoid(-z)
-
-    def log_prior(theta):
-        return log_norm_prior - 0.5 * alpha * jnp.sum(theta**2)
 
     def forward(theta, x):
         """(h, d z / d u, z) of a batch x (b, p): hidden units, output signal, logits."""
@@ -146,6 +140,5 @@ def mlp_classifier(prior_precision: float, num_inputs: int, hidden: int = 64, ac
         _check_xy_dataset(dataset, p, "mlp_classifier")
         check_binary_labels(dataset.fields["y"], "y")
 
-    return Model(log_likelihood=log_likelihood, log_prior=log_prior, dim=dim, name=f"mlp_classifier_{p}_{m}_1",
-                 dataset_check=check, record_grad_norms=record_grad_norms,
-                 weighted_grad_sum=weighted_grad_sum)
+    return Model(log_likelihood=log_likelihood, log_prior=isotropic_gaussian_log_prior(alpha, dim), dim=dim, name=f"mlp_classifier_{p}_{m}_1",
+                 dataset_check=check, record_grad_norms=record_grad_norms, weighted_grad_sum=weighted_grad_sum)

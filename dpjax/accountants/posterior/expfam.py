@@ -174,6 +174,29 @@ def beta_pair_max_finite_order(a_p, b_p, a_q, b_q) -> float:
     return float(sup)
 
 
+def _check_tempering(diffuse_r, concentrate_m) -> None:
+    """The two knobs every conjugate mechanism here has: the likelihood tempered by
+    ``diffuse_r`` > 0 (paper 004 Algorithm 2) and the prior scaled by 1/``concentrate_m`` > 0
+    (Algorithm 3); r = m = 1 is Direct sampling."""
+    V.positive("diffuse_r", diffuse_r)
+    V.positive("concentrate_m", concentrate_m)
+
+
+def _validated_by(**rules: Callable) -> Callable:
+    """A mechanism's ``validated()``: each field checked by its rule (``rule(name, value)``,
+    in the order given), then the tempering knobs (:func:`_check_tempering`); returns the
+    mechanism itself."""
+
+    def validated(self):
+        for name, rule in rules.items():
+            rule(name, getattr(self, name))
+        _check_tempering(self.diffuse_r, self.concentrate_m)
+        return self
+
+    validated.__doc__ = f"The mechanism itself after checking {', '.join(rules)}, diffuse_r and concentrate_m (ValueError naming the first that fails)."
+    return validated
+
+
 class BetaBernoulliMechanism(NamedTuple):
     """A Beta–Bernoulli posterior sampler of paper 004: prior Beta(prior_a, prior_b) (natural
     parameter (prior_a, prior_a + prior_b)), n records, likelihood tempered by ``diffuse_r``
@@ -185,13 +208,7 @@ class BetaBernoulliMechanism(NamedTuple):
     diffuse_r: float = 1.0
     concentrate_m: float = 1.0
 
-    def validated(self) -> "BetaBernoulliMechanism":
-        V.positive("prior_a", self.prior_a)
-        V.positive("prior_b", self.prior_b)
-        V.positive_int("n", self.n)
-        V.positive("diffuse_r", self.diffuse_r)
-        V.positive("concentrate_m", self.concentrate_m)
-        return self
+    validated = _validated_by(prior_a=V.positive, prior_b=V.positive, n=V.positive_int)
 
 
 def beta_bernoulli_posterior(mech: BetaBernoulliMechanism, successes) -> tuple[np.ndarray, np.ndarray]:
@@ -363,8 +380,7 @@ def dirichlet_worst_case(prior_alpha: Sequence[float], n: int, order: float, dif
     if alpha0.ndim != 1 or alpha0.size < 2 or np.any(~(alpha0 > 0)):
         raise ValueError(f"prior_alpha={prior_alpha!r} must be a 1-D array of >= 2 positive values")
     n = V.positive_int("n", n)
-    V.positive("diffuse_r", diffuse_r)
-    V.positive("concentrate_m", concentrate_m)
+    _check_tempering(diffuse_r, concentrate_m)
     d = alpha0.size
     eye = np.eye(d)
     best = WorstCase(-1.0, 0, 0)
@@ -533,15 +549,8 @@ class ClippedGaussianMechanism(NamedTuple):
     diffuse_r: float = 1.0
     concentrate_m: float = 1.0
 
-    def validated(self) -> "ClippedGaussianMechanism":
-        V.positive("noise_sd", self.noise_sd)
-        V.finite_array("prior_mean", np.float64(self.prior_mean))
-        V.positive("prior_sd", self.prior_sd)
-        V.positive_int("n", self.n)
-        V.positive("clip", self.clip)
-        V.positive("diffuse_r", self.diffuse_r)
-        V.positive("concentrate_m", self.concentrate_m)
-        return self
+    validated = _validated_by(noise_sd=V.positive, prior_mean=lambda name, v: V.finite_array(name, np.float64(v)),
+                              prior_sd=V.positive, n=V.positive_int, clip=V.positive)
 
 
 def clipped_gaussian_prior_natural(mech: ClippedGaussianMechanism) -> np.ndarray:

@@ -4,7 +4,9 @@ its extrapolation to n = 1e7 beside Theorem 4's rate, and the sensitivity to the
 contamination scale the paper leaves out.
 
 Used by ``contamination-linear``, ``contamination-cauchy`` and ``contamination-logistic``
-(:mod:`.contamination_linear`, :mod:`.contamination_cauchy`, :mod:`.contamination_logistic`).
+(:mod:`.linear`, :mod:`.cauchy`, :mod:`.logistic`); the first two are rows of one table,
+:data:`FIGURE_2`, whose entry points (flags, run, headline, ``python -m`` main) are written
+once in :class:`Figure2Regression`.
 Per dimension the result has the layout of the original d = 5 logistic result
 (``epsilon_hat_contaminated``, ``epsilon_hat_uncontaminated``, intervals, diagnostics,
 per-dataset values); the top level adds ``by_dim``, ``rate_fit``, ``sensitivity`` (g's scale) and
@@ -13,6 +15,7 @@ per-dataset values); the top level adds ``by_dim``, ``rate_fit``, ``sensitivity`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import time
 
@@ -458,3 +461,73 @@ def headline(results: dict, name: str) -> list:
             rows.append(dict(quantity=f"{name} d = {d}: eps_hat extrapolated to n = {big:.0e}", paper=None, dpjax=fit["extrapolated"][j],
                              note=f"95% bootstrap interval [{elo:.3g}, {ehi:.3g}]"))
     return rows
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure2Regression:
+    """What one regression of Figure 2 with an unbounded response (a: linear, c: Cauchy) has
+    of its own; its flags, run, figure and headline are this module's, written once.
+
+    ``factory`` names the model in :mod:`dpjax.models.contamination_regression`;
+    ``sampling_model`` and ``contamination`` (with ``{scale}``, g's scale) are stated in the
+    JSON settings; ``uncontaminated_lower``: the paper's claim that eps_hat without
+    contamination is the lower one is checked at every (d, n) (Figure 2c).
+    """
+
+    kind: str
+    factory: str
+    sampling_model: str
+    contamination: str
+    paper: str
+    title: str
+    uncontaminated_lower: bool = False
+
+    def make_model(self, theta_star, scale, response_points):
+        from ...models import contamination_regression
+
+        return getattr(contamination_regression, self.factory)(theta_star=theta_star, contamination_scale=scale,
+                                                               response_points=response_points)
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """The experiment's flags (:func:`add_arguments`)."""
+        add_arguments(parser, self.kind)
+
+    def run(self, args: argparse.Namespace):
+        """eps_hat over (d, n) with and without contamination, the rate fit: (results dict, matplotlib figure)."""
+        results = run(self.kind, self.make_model, args, {
+            "model": self.sampling_model, "contamination": self.contamination.format(scale=args.contamination_scale), "paper": self.paper,
+        })
+        if self.uncontaminated_lower:
+            for res in results["by_dim"].values():
+                res["uncontaminated_lower"] = [u < c for u, c in zip(res["epsilon_hat_uncontaminated"], res["epsilon_hat_contaminated"])]
+        return results, figure(results, self.title)
+
+    def headline(self, results: dict) -> list:
+        """:func:`headline`'s rows, and with ``uncontaminated_lower`` the claim's verdict per d."""
+        rows = headline(results, self.kind)
+        if self.uncontaminated_lower:
+            for d in results["dims"]:
+                lower = results["by_dim"][str(d)]["uncontaminated_lower"]
+                rows.append(dict(quantity=f"{self.kind} d = {d}: uncontaminated eps_hat lower at n = {', '.join(map(str, results['n']))}",
+                                 paper="yes (Fig. 2c)", dpjax=", ".join("yes" if v else "no" for v in lower)))
+        return rows
+
+    def main(self, argv=None) -> int:
+        """``python -m dpjax.experiments.contamination.KIND`` = ``dpjax reproduce contamination-KIND``."""
+        import sys
+
+        from ...cli import main as cli_main
+
+        return cli_main(["reproduce", f"contamination-{self.kind}", *(sys.argv[1:] if argv is None else argv)])
+
+
+FIGURE_2 = {
+    "linear": Figure2Regression("linear", "linear_regression_contamination", "y = theta.w + N(0, 1)",
+                                "y replaced by theta*.w + {scale:g} t_5 with probability p_n",
+                                "Figure 2a: curves only (values, theta* and g's scale not printed)",
+                                "Linear regression, t_5 contamination (paper 003, Fig. 2a)"),
+    "cauchy": Figure2Regression("cauchy", "cauchy_regression_contamination", "y = theta.w + Cauchy(0, 1)",
+                                "y replaced by Cauchy(0, {scale:g}) with probability p_n",
+                                "Figure 2c: the uncontaminated eps_hat is the lower one (values, theta* and lambda not printed)",
+                                "Cauchy regression, Cauchy(0, lambda) contamination (paper 003, Fig. 2c)", uncontaminated_lower=True),
+}

@@ -19,49 +19,11 @@ Run: ``dpjax reproduce contamination-cauchy --out DIR [--quick]``.
 """
 from __future__ import annotations
 
-import argparse
+from ._regression import FIGURE_2
 
-from . import _regression as common
-
-
-def _model(theta_star, scale, response_points):
-    from ...models.contamination_regression import cauchy_regression_contamination
-
-    return cauchy_regression_contamination(theta_star=theta_star, contamination_scale=scale, response_points=response_points)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    common.add_arguments(parser, "cauchy")
-
-
-def run(args: argparse.Namespace):
-    """eps_hat over (d, n) with and without contamination, the rate fit: (results, figure)."""
-    results = common.run("cauchy", _model, args, {
-        "model": "y = theta.w + Cauchy(0, 1)", "contamination": f"y replaced by Cauchy(0, {args.contamination_scale:g}) with probability p_n",
-        "paper": "Figure 2c: the uncontaminated eps_hat is the lower one (values, theta* and lambda not printed)",
-    })
-    for d, res in results["by_dim"].items():
-        res["uncontaminated_lower"] = [u < c for u, c in zip(res["epsilon_hat_uncontaminated"], res["epsilon_hat_contaminated"])]
-    return results, common.figure(results, "Cauchy regression, Cauchy(0, lambda) contamination (paper 003, Fig. 2c)")
-
-
-def headline(results: dict) -> list:
-    rows = common.headline(results, "cauchy")
-    for d in results["dims"]:
-        lower = results["by_dim"][str(d)]["uncontaminated_lower"]
-        rows.append(dict(quantity=f"cauchy d = {d}: uncontaminated eps_hat lower at n = {', '.join(map(str, results['n']))}",
-                         paper="yes (Fig. 2c)", dpjax=", ".join("yes" if v else "no" for v in lower)))
-    return rows
-
-
-def main(argv=None) -> int:
-    """``python -m dpjax.experiments.contamination.cauchy`` = ``dpjax reproduce contamination-cauchy``."""
-    import sys
-
-    from ...cli import main as cli_main
-
-    return cli_main(["reproduce", "contamination-cauchy", *(sys.argv[1:] if argv is None else argv)])
-
+# the entry points the CLI reads from a reproduction, and ``python -m``'s: those of Figure 2's cauchy row
+_ROW = FIGURE_2["cauchy"]
+add_arguments, run, headline, main = _ROW.add_arguments, _ROW.run, _ROW.headline, _ROW.main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -19,42 +19,11 @@ Run: ``dpjax reproduce contamination-linear --out DIR [--quick]``.
 """
 from __future__ import annotations
 
-import argparse
+from ._regression import FIGURE_2
 
-from . import _regression as common
-
-
-def _model(theta_star, scale, response_points):
-    from ...models.contamination_regression import linear_regression_contamination
-
-    return linear_regression_contamination(theta_star=theta_star, contamination_scale=scale, response_points=response_points)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    common.add_arguments(parser, "linear")
-
-
-def run(args: argparse.Namespace):
-    """eps_hat over (d, n), with the rate fit: returns (results dict, matplotlib figure)."""
-    results = common.run("linear", _model, args, {
-        "model": "y = theta.w + N(0, 1)", "contamination": f"y replaced by theta*.w + {args.contamination_scale:g} t_5 with probability p_n",
-        "paper": "Figure 2a: curves only (values, theta* and g's scale not printed)",
-    })
-    return results, common.figure(results, "Linear regression, t_5 contamination (paper 003, Fig. 2a)")
-
-
-def headline(results: dict) -> list:
-    return common.headline(results, "linear")
-
-
-def main(argv=None) -> int:
-    """``python -m dpjax.experiments.contamination.linear`` = ``dpjax reproduce contamination-linear``."""
-    import sys
-
-    from ...cli import main as cli_main
-
-    return cli_main(["reproduce", "contamination-linear", *(sys.argv[1:] if argv is None else argv)])
-
+# the entry points the CLI reads from a reproduction, and ``python -m``'s: those of Figure 2's linear row
+_ROW = FIGURE_2["linear"]
+add_arguments, run, headline, main = _ROW.add_arguments, _ROW.run, _ROW.headline, _ROW.main
 
 if __name__ == "__main__":
     raise SystemExit(main())
