@@ -16,7 +16,7 @@ from dpjax import samplers
 from dpjax.engine import runner
 from dpjax.engine.compiles import count_compilations
 from dpjax.engine.gradients import BatchedGradients, GLMGradients, poisson_capacity, provider_for
-from dpjax.models import GLM, bayesian_linear_regression, logistic_regression
+from dpjax.models import GLM, bayesian_linear_regression, logistic_regression, mlp_classifier
 
 N, DIM = 29, 3
 
@@ -101,8 +101,9 @@ def test_auto_picks_the_cheapest_exact_path():
     assert runner.choose_engine("auto", declared, sgld) == "glm"
 
 
-def _general_logistic(with_norms: bool):
-    """Logistic regression written as a general model (no GLM), with or without exact norms."""
+def _general_logistic(with_norms, fused: bool = False):
+    """Logistic regression written as a general model (no GLM), with or without exact norms,
+    and with or without a fused weighted gradient sum (X^T (c r), c from the norms |r| ||x||)."""
 
     def log_likelihood(theta, r):
         z = jnp.dot(theta, r["x"])
@@ -112,16 +113,23 @@ def _general_logistic(with_norms: bool):
         z = records["x"] @ theta
         return jnp.abs(records["y"] - jax.nn.sigmoid(z)) * jnp.linalg.norm(records["x"], axis=1)
 
+    def weighted_grad_sum(theta, records, weigh):
+        r = records["y"] - jax.nn.sigmoid(records["x"] @ theta)
+        return (weigh(norms(theta, records)) * r) @ records["x"]
+
     model = dpjax.Model(log_likelihood=log_likelihood, log_prior=lambda t: -0.5 * jnp.sum(t**2), dim=DIM, name="general_logistic")
-    return model.with_structure(record_grad_norms=norms) if with_norms else model
+    model = model.with_structure(record_grad_norms=norms) if with_norms else model
+    return model.with_structure(weighted_grad_sum=weighted_grad_sum) if fused else model
 
 
-@pytest.mark.parametrize("with_norms,batching", [(True, "uniform"), (False, "uniform"), (True, "poisson"),
+@pytest.mark.parametrize("with_norms,batching", [(True, "uniform"), (False, "uniform"), (True, "poisson"), ("fused", "uniform"), ("fused", "poisson"),
                                                   pytest.param(False, "poisson", marks=pytest.mark.slow),
-                                                  pytest.param(True, "full", marks=pytest.mark.slow)])
+                                                  pytest.param(True, "full", marks=pytest.mark.slow),
+                                                  pytest.param("fused", "full", marks=pytest.mark.slow)])
 def test_batched_path_with_and_without_a_norm_hook(with_norms, batching):
-    """Clipping from the model's record_grad_norms hook, or per-record gradients when it has none."""
-    model = _general_logistic(with_norms)
+    """Clipping from the model's fused weighted_grad_sum, from its record_grad_norms hook, or
+    per-record gradients when it has neither."""
+    model = _general_logistic(with_norms, fused=with_norms == "fused")
     pair = _logistic_pair("replace-one", seed=3)
     sampler = _sampler(batching, 0.3)
     ref = dpjax.run_coupled(2, model, pair, sampler, engine="reference", init=_init, **KW)
@@ -160,13 +168,15 @@ def test_a_masked_records_nan_never_reaches_a_gradient(clip):
     with jax.enable_x64(True):
         pair = dpjax.replace_one(dpjax.make_dataset(x=x, y=y, mask=mask), 4, {"x": x[4] + 1.0, "y": np.array(1.0 - y[4])})
         sampler = samplers.sgld(0.01, batch_size=6, clip_norm=clip)
-        theta, theta_n = jnp.asarray(rs.normal(size=DIM)), jnp.asarray(rs.normal(size=DIM))
+        points = np.random.default_rng(8)
         gathered = Batch(jnp.asarray([9, 3, 17, 4, 9, 0], jnp.int32), jnp.ones(6), jnp.asarray(N / 6.0))
         only_masked = Batch(jnp.asarray([9, 17, 9, 17, 17, 9], jnp.int32), jnp.ones(6), jnp.asarray(N / 6.0))
         dense = Batch(jnp.arange(N, dtype=jnp.int32), jnp.ones(N), jnp.asarray(1.0))
         cases = [(logistic_regression(1.0, DIM), "glm"), (logistic_regression(1.0, DIM), "batched"),
-                 (_general_logistic(True), "batched"), (_general_logistic(False), "batched")]
+                 (_general_logistic(True), "batched"), (_general_logistic(False), "batched"),
+                 (_general_logistic(True, fused=True), "batched"), (mlp_classifier(1.0, DIM, 4), "batched")]
         for model, kind in cases:
+            theta, theta_n = jnp.asarray(points.normal(size=model.dim)), jnp.asarray(points.normal(size=model.dim))
             provider, data = provider_for(model, pair, kind, jnp.float64, sampler)
             poisoned = _poison(provider, data, masked, model, pair, sampler)
             for batch, is_dense in ((gathered, False), (only_masked, False), (dense, True)):

@@ -1,9 +1,12 @@
 """The MLP classifier (dpjax.models.mlp): its likelihood against a hand-written numpy
-reference, its ghost-norm record gradient norms against vmap(grad) per-record gradients, and
-its runs on the coupled engine: the batched path (ghost-norm clipping) against the reference
-path, and the size of one coupled step's program against the hidden width."""
+reference, its ghost-norm record gradient norms and its fused clipped batch gradient
+(``weighted_grad_sum``) against vmap(grad) per-record gradients, and its runs on the coupled
+engine: the batched path (the fused pass, or ghost norms and a reverse pass) against the
+reference path with and without clipping in float32 and float64, and the size of one coupled
+step's program against the hidden width."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -15,7 +18,7 @@ from jax.extend import core as jex_core
 import dpjax
 from dpjax import samplers
 from dpjax.engine import reference, runner
-from dpjax.engine.gradients import BatchedGradients, provider_for
+from dpjax.engine.gradients import BatchedGradients, GenericGradients, provider_for
 from dpjax.models import mlp_classifier, mlp_classifier_dataset, mlp_dim, mlp_unflatten
 from dpjax.samplers.kernel import clip_record_grads
 
@@ -96,12 +99,15 @@ def test_ghost_norms_equal_per_record_gradient_norms(activation, scale):
             np.testing.assert_allclose(ghost, want, rtol=1e-12, atol=1e-300)
 
 
-def test_ghost_norm_clipped_sums_equal_vmap_clipped_sums_with_absent_records():
-    """The batched provider's clipped batch sum (ghost norms, one reverse pass) equals the sum of
-    vmap(grad) gradients clipped one by one; absent records (weight or mask 0), even with inf or
-    NaN features, contribute nothing."""
+@pytest.mark.parametrize("route", ["fused", "ghost norms"])
+def test_ghost_norm_clipped_sums_equal_vmap_clipped_sums_with_absent_records(route):
+    """The batched provider's clipped batch sum (the fused pass, or ghost norms and one reverse
+    pass) equals the sum of vmap(grad) gradients clipped one by one; absent records (weight or
+    mask 0), even with inf or NaN features, contribute nothing."""
     p, m, b = 3, 8, 16
     model = mlp_classifier(1.0, p, m)
+    if route == "ghost norms":
+        model = dataclasses.replace(model, weighted_grad_sum=None)
     x, y = _data(b, p, seed=5, scale=2.0)
     active = np.ones(b, bool)
     active[[0, 5, 11]] = False
@@ -125,6 +131,109 @@ def test_ghost_norm_clipped_sums_equal_vmap_clipped_sums_with_absent_records():
             assert np.all(none == 0)
 
 
+@pytest.mark.parametrize("activation", sorted(ACTS))
+def test_fused_weighted_sum_equals_vmap_grad_sums(activation):
+    """weighted_grad_sum (one forward pass, the norms, two matrix products) against vmap(grad)
+    record gradients: the norms it hands ``weigh`` equal theirs, and the weighted sum equals
+    sum_j weigh(norms)_j grad_j, for coefficients that depend on the norms (clip factors,
+    signs, zeros), in float64 to 1e-12 and in float32 against the float64 values."""
+    p, m, b = 4, 6, 24
+    model = mlp_classifier(1.0, p, m, activation)
+    x, y = _data(b, p, seed=8, scale=2.0)
+    rng = np.random.default_rng(9)
+    signs = np.where(rng.random(b) < 0.3, -1.0, 1.0) * (rng.random(b) < 0.8)  # +-1 and zeros
+
+    with jax.enable_x64(True):
+        records = {"x": jnp.asarray(x), "y": jnp.asarray(y)}
+        for theta in (rng.normal(size=model.dim), 3.0 * rng.normal(size=model.dim)):
+            grads = np.asarray(jax.vmap(jax.grad(model.log_likelihood), in_axes=(None, 0))(jnp.asarray(theta), records))
+            big = np.max(np.abs(grads), axis=1, keepdims=True)
+            want_norms = big[:, 0] * np.linalg.norm(grads / np.where(big > 0, big, 1.0), axis=1)
+            clip = float(np.median(want_norms))  # half the records clipped
+
+            def clip_weigh(norms):
+                return jnp.asarray(signs, norms.dtype) * jnp.minimum(1.0, clip / jnp.where(norms > 0, norms, 1.0))
+
+            got = np.asarray(jax.jit(lambda t: model.weighted_grad_sum(t, records, clip_weigh))(jnp.asarray(theta)))
+            handed = np.asarray(jax.jit(lambda t: model.weighted_grad_sum(t, records, lambda n: n * 0 + n))(jnp.asarray(theta)))
+            assert got.shape == (model.dim,)
+            factors = np.asarray(clip_weigh(jnp.asarray(want_norms)))
+            assert np.any((factors != 0) & (np.abs(factors) < 1)) and np.any(np.abs(factors) == 1)  # both sides of the clip
+            want = factors @ grads
+
+            def close(got, coefficients, rtol=1e-12, floor=1e-13):
+                # relative to each entry's sum of magnitudes, plus `floor` of the largest: act'(u) is
+                # computed from h = act(u) as autodiff does, so a saturated unit's slope carries an
+                # absolute rounding error of order eps (compiled and eager programs round it differently)
+                scale = np.abs(coefficients) @ np.abs(grads)
+                np.testing.assert_array_less(np.abs(got - coefficients @ grads), rtol * scale + floor * scale.max())
+
+            close(got, factors)
+            # the norms the hook hands weigh: weighted by themselves, sum_j n_j grad_j
+            close(handed, want_norms)
+            # unclipped: weigh ignores the norms, the sum is sum_j c_j grad_j
+            close(np.asarray(model.weighted_grad_sum(jnp.asarray(theta), records, lambda n: jnp.asarray(signs))), signs)
+            # float32: the same sums to float32 rounding
+            got32 = np.asarray(model.weighted_grad_sum(jnp.asarray(theta, jnp.float32), {"x": jnp.asarray(x, jnp.float32), "y": jnp.asarray(y, jnp.float32)},
+                                                       clip_weigh))
+            assert got32.dtype == np.float32
+            # (float32 inputs and weights are rounded too: pre-activations of size ~10 move by ~1e-6,
+            # and every saturated unit's slope by that much absolutely)
+            close(got32, factors, rtol=1e-5, floor=1e-5)
+
+
+def test_declared_hooks_that_do_not_match_the_model_are_refused():
+    """check_grad_hooks (run before every batched run) refuses norms or fused sums that are not
+    the model's own record gradients', and accepts the shipped ones."""
+    from dpjax.models.structure import check_grad_hooks
+
+    p, m = 3, 5
+    model = mlp_classifier(1.0, p, m)
+    pair = _pair(24, p)
+    check_grad_hooks(model, pair.dataset)  # the shipped hooks pass
+    off_sum = dataclasses.replace(model, weighted_grad_sum=lambda t, r, weigh: 1.001 * model.weighted_grad_sum(t, r, weigh))
+    off_norms = dataclasses.replace(model, record_grad_norms=lambda t, r: 1.001 * model.record_grad_norms(t, r))
+    # a fused sum that hands weigh wrong norms is caught through the norm-dependent coefficients
+    wrong_norms_inside = dataclasses.replace(model, weighted_grad_sum=lambda t, r, weigh: model.weighted_grad_sum(t, r, lambda n: weigh(2.0 * n)))
+    sampler = samplers.sgld(1e-3, batching="uniform", batch_size=6, clip_norm=0.3)
+    for bad, what in ((off_sum, "weighted_grad_sum"), (off_norms, "record_grad_norms"), (wrong_norms_inside, "weighted_grad_sum")):
+        with pytest.raises(ValueError, match=f"its {what} do(es)? not match its log_likelihood"):
+            provider_for(bad, pair, "batched", jnp.float64, sampler)
+
+
+@pytest.mark.parametrize("clip", [0.3, None])
+def test_fused_gap_and_sums_equal_the_reference_provider(clip):
+    """The batched provider's batch sums and drift gap (fused passes; D''s record selected into
+    the neighbour's rows; the gap as one signed two-record sum) equal the reference provider's
+    (vmap(grad), clipped one by one), for replace-one and add-remove pairs and batches that hold
+    the differing slot once, twice or not at all."""
+    from dpjax.samplers.batching import Batch
+
+    p, m, n = 3, 5, 12
+    model = mlp_classifier(1.0, p, m)
+    sampler = samplers.sgld(1e-3, batching="uniform", batch_size=5, clip_norm=clip)
+    x, y = _data(n, p, seed=10, scale=1.5)
+    rng = np.random.default_rng(11)
+    with jax.enable_x64(True):
+        data = mlp_classifier_dataset(x, y)
+        pairs = [dpjax.replace_one(data, 2, {"x": np.full(p, 3.0), "y": np.array(1.0 - y[2])}), dpjax.add_remove(data, 2)]
+        batches = [Batch(jnp.asarray(v, jnp.int32), jnp.ones(5), jnp.asarray(n / 5.0)) for v in ([2, 0, 7, 2, 11], [1, 2, 3, 4, 5], [0, 1, 3, 4, 5])]
+        for pair in pairs:
+            fast, host = provider_for(model, pair, "batched", jnp.float64, sampler)
+            ref = GenericGradients(model)
+            data_dev = jax.tree.map(jnp.asarray, host)
+            for _ in range(2):
+                x0, xp0 = jnp.asarray(rng.normal(size=model.dim)), jnp.asarray(rng.normal(size=model.dim))
+                for batch in batches:
+                    got = fast.estimates(sampler, x0, xp0, data_dev, jnp.int32(2), batch, False)
+                    want = ref.estimates(sampler, x0, xp0, data_dev, jnp.int32(2), batch, False)
+                    for g, w_ in zip(got, want):
+                        np.testing.assert_allclose(np.asarray(g), np.asarray(w_), rtol=1e-12, atol=1e-12 * np.abs(np.asarray(w_)).max())
+                gap, want_gap = fast.gap(sampler, x0, data_dev, jnp.int32(2)), ref.gap(sampler, x0, data_dev, jnp.int32(2))
+                assert np.abs(np.asarray(want_gap)).max() > 0
+                np.testing.assert_allclose(np.asarray(gap), np.asarray(want_gap), rtol=1e-12, atol=1e-13 * np.abs(np.asarray(want_gap)).max())
+
+
 def _pair(n, p, seed=7):
     x, y = _data(n, p, seed=seed, scale=1.5)
     with jax.enable_x64(True):
@@ -132,26 +241,48 @@ def _pair(n, p, seed=7):
         return dpjax.replace_one(dataset, 2, {"x": np.full(p, 3.0), "y": np.array(1.0 - y[2])})
 
 
-@pytest.mark.parametrize("batching", ["uniform", "full"])
-def test_batched_engine_equals_reference_engine_with_clipping(batching):
+ENGINE_CASES = [
+    # batching, clip norm, dtype (the slower float32 and full-batch cases marked slow)
+    ("uniform", 0.3, jnp.float64),
+    ("uniform", None, jnp.float64),
+    ("uniform", 0.3, jnp.float32),
+    ("full", 0.3, jnp.float64),
+    pytest.param("uniform", None, jnp.float32, marks=pytest.mark.slow),
+    pytest.param("poisson", 0.3, jnp.float64, marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("batching,clip,dtype", ENGINE_CASES)
+def test_batched_engine_equals_reference_engine(batching, clip, dtype):
+    """The batched path on the fused route (the model's weighted_grad_sum) and on the ghost-norm
+    route (the hook removed: norms, then a reverse pass) against the reference path (vmap(grad)
+    record gradients clipped one by one): the same positions and path losses to rounding
+    (1e-10 in float64; 2e-4 in float32, sums in another order over 30 steps)."""
     p, m, n = 3, 4, 24
     model = mlp_classifier(1.0, p, m)
+    ghost_only = dataclasses.replace(model, weighted_grad_sum=None)
     pair = _pair(n, p)
     if batching == "full":
-        sampler = samplers.ula(2e-3, clip_norm=0.3)
+        sampler = samplers.ula(2e-3, clip_norm=clip)
+    elif batching == "poisson":
+        sampler = samplers.sgld(2e-3, batching="poisson", rate=0.25, clip_norm=clip)
     else:
-        sampler = samplers.sgld(2e-3, batching="uniform", batch_size=6, clip_norm=0.3)
+        sampler = samplers.sgld(2e-3, batching="uniform", batch_size=6, clip_norm=clip)
     init = lambda key: 0.5 * jax.random.normal(key, (model.dim,))
-    kw = dict(num_pairs=6, num_steps=30, record_steps=[10, 30], init=init, progress=False)
+    kw = dict(num_pairs=6, num_steps=30, record_steps=[10, 30], init=init, progress=False, dtype=dtype)
     ref = dpjax.run_coupled(3, model, pair, sampler, engine="reference", **kw)
-    fast = dpjax.run_coupled(3, model, pair, sampler, engine="batched", **kw)
-    assert ref.config["engine"] == "reference" and fast.config["engine"] == "batched"
+    fused = dpjax.run_coupled(3, model, pair, sampler, engine="batched", **kw)
+    ghost = dpjax.run_coupled(3, ghost_only, pair, sampler, engine="batched", **kw)
+    assert ref.config["engine"] == "reference" and fused.config["engine"] == "batched" == ghost.config["engine"]
     assert runner.choose_engine("auto", model, sampler) == "batched"
-    assert np.all(ref.finite) and np.all(fast.finite)
+    assert np.all(ref.finite)
     assert np.max(np.abs(ref.path_loss)) > 0  # the differing record moves the chains apart
-    np.testing.assert_allclose(fast.positions, ref.positions, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(fast.neighbour_positions, ref.neighbour_positions, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(fast.path_loss, ref.path_loss, rtol=1e-9, atol=1e-12)
+    tol = 1e-10 if dtype == jnp.float64 else 2e-4
+    for got in (fused, ghost):
+        assert np.array_equal(got.finite, ref.finite)
+        np.testing.assert_allclose(got.positions, ref.positions, rtol=tol, atol=tol)
+        np.testing.assert_allclose(got.neighbour_positions, ref.neighbour_positions, rtol=tol, atol=tol)
+        np.testing.assert_allclose(got.path_loss, ref.path_loss, rtol=tol, atol=tol)
 
 
 def _count_equations(jaxpr) -> int:

@@ -8,7 +8,8 @@ Welling–Teh step eta, every chain started at the same small random point.
 Measured (compiled once, then timed; medians over ``--repeats``):
 
 * ``pair_steps_per_s``: :func:`dpjax.run_coupled` (engine "auto", which takes the "batched"
-  path: one reverse-mode pass per chain, clip factors from the model's exact ghost norms).
+  path: per chain one fused forward and backward pass of the model's ``weighted_grad_sum``,
+  exact ghost norms, clip factors and the clipped sum as two matrix products).
 * ``blackjax_chain_steps_per_s``: blackjax's ``sgld`` kernel with its minibatch gradient
   estimator on the same model, vmapped over 2K chains (one chain per side of each pair), a
   per-chain key split every step, batches drawn uniformly; **without clipping** (blackjax has

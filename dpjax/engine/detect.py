@@ -46,7 +46,7 @@ def quadratic_form_of(model: Model, dataset: Dataset) -> Optional[QuadraticModel
     """The model as a :class:`QuadraticModel` with closed-form record tables if its record
     log-likelihood and log-prior are provably quadratic in theta (module docstring), else None.
     The same object for the same model (compiled programs are keyed by it)."""
-    if isinstance(model, QuadraticModel) or model.glm is not None or model.record_grad_norms is not None:
+    if isinstance(model, QuadraticModel) or model.glm is not None or model.record_grad_norms is not None or model.weighted_grad_sum is not None:
         return None
     key = (model, tuple(sorted((k, np.asarray(v).shape[1:], np.asarray(v).dtype.str) for k, v in dataset.fields.items())))
     if key in _CACHE:

@@ -22,12 +22,16 @@ i*, counted as often as the batch holds the slot): one gather serves both chains
   (:class:`dpjax.models.GLM`, declared): eta = X_b theta, s = w loss'(y, eta),
   sum = X_b^T s per chain on one shared gather; clipping from |s_i| ||x_i|| with the norms
   ||x_i|| computed once; O(b d) per chain-step and no b x d tensor beyond the gathered rows.
-* :class:`BatchedGradients` (engine "batched") — any model: one reverse-mode pass per chain over
-  the weighted batch sum sum_j c_j (-w log p(r_j | theta)), the records with c_j = 0 replaced
-  by an active record's fields first (so a masked record's NaN cannot reach the gradient
-  through 0 * NaN in the backward pass). With clipping: c_j = w_j min(1, C / n_j) from the
-  model's exact ``record_grad_norms`` hook (ghost norms) when it has one; else per-record
-  gradients by vmap (the exact fallback).
+* :class:`BatchedGradients` (engine "batched") — any model: one pass per chain over the
+  weighted batch sum sum_j c_j (-w log p(r_j | theta)), the records with c_j = 0 replaced by an
+  active record's fields first (so a masked record's NaN cannot reach the gradient through
+  0 * NaN in the backward pass); D''s record at i* is selected into D's gathered rows for the
+  neighbour chain (its gradient joins that chain's pass), and the drift gap's two records are
+  one signed two-record sum. The pass is the model's fused ``weighted_grad_sum`` when it
+  declares one (e.g. the MLP: forward pass, exact norms, clip factors and the weighted sum as
+  two matrix products, no b x d tensor); else one reverse-mode pass, with clipping
+  c_j = w_j min(1, C / n_j) from the model's exact ``record_grad_norms`` (ghost norms) when it
+  has them, else per-record gradients by vmap (the exact fallback).
 
 **The provider protocol** (what a new provider implements to plug into the XLA loop of
 :mod:`.reference`; a new *path* with its own loop, like a Pallas kernel, instead implements
@@ -66,7 +70,7 @@ import numpy as np
 from ..data import Dataset, NeighbouringPair
 from ..models.base import Model
 from ..models.quadratic import QuadraticModel
-from ..models.structure import GLM, check_glm, glm_of
+from ..models.structure import GLM, check_glm, check_grad_hooks, glm_of, present_rows
 from ..samplers.batching import Batch, FullBatch, Poisson
 from ..samplers.kernel import clip_one, clip_record_grads
 
@@ -336,7 +340,7 @@ def guard_records(records: dict, active: jax.Array) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class BatchedGradients(_Sums):
-    """Any model: one reverse-mode pass per chain over the weighted batch sum (module docstring)."""
+    """Any model: one pass per chain over the weighted batch sum (module docstring)."""
 
     model: Model
     capacity: Optional[int] = None
@@ -352,23 +356,37 @@ class BatchedGradients(_Sums):
 
         return jax.grad(total)(theta)
 
-    def _record_grad(self, sampler, theta, record):
-        return clip_one(self.model.record_grad(theta, record), sampler.clip_norm)
+    def _combine(self, sampler, theta, records, active, signs=None):
+        """sum_j [active_j] signs_j clip(g_j(theta)) over a batch of records (signs: +-1, default
+        all +1), by the cheapest exact route the model declares: its fused ``weighted_grad_sum``
+        (the norms, the clip factors and the sum in one forward and one backward pass); its
+        ``record_grad_norms`` and one reverse pass over the reweighted sum; else per-record
+        gradients by vmap."""
+        model, clip = self.model, sampler.clip_norm
+        w = model.likelihood_weight
+        safe = guard_records(records, active)
+        coefficients = active.astype(theta.dtype) if signs is None else jnp.where(active, signs, 0).astype(theta.dtype)
+        if model.weighted_grad_sum is not None:
+            def weigh(norms):  # the model's sum is of grad log p: g_j = -w grad log p_j
+                return -w * coefficients * (1.0 if clip is None else _clip_factor(w * norms, clip))
+
+            total = model.weighted_grad_sum(theta, safe, weigh)
+        elif clip is None:
+            total = self._weighted_grad(theta, safe, coefficients)
+        elif model.record_grad_norms is not None:
+            norms = w * model.record_grad_norms(theta, safe)
+            factors = jax.lax.stop_gradient(_clip_factor(norms, clip))
+            total = self._weighted_grad(theta, safe, coefficients * factors)
+        else:  # the exact fallback: per-record gradients, clipped one by one
+            grads = jax.vmap(model.record_grad, in_axes=(None, 0))(theta, safe)
+            if signs is not None:
+                grads = grads * signs[:, None].astype(grads.dtype)
+            total = clip_record_grads(grads, active.astype(theta.dtype), clip)
+        return jnp.where(jnp.any(active), total, 0)
 
     def _sum(self, sampler, theta, records, active):
         """sum_j [active_j] clip(g_j(theta)) over the batch."""
-        safe = guard_records(records, active)
-        coefficients = active.astype(theta.dtype)
-        if sampler.clip_norm is None:
-            total = self._weighted_grad(theta, safe, coefficients)
-        elif self.model.record_grad_norms is not None:
-            norms = self.model.likelihood_weight * self.model.record_grad_norms(theta, safe)
-            factors = jax.lax.stop_gradient(_clip_factor(norms, sampler.clip_norm))
-            total = self._weighted_grad(theta, safe, coefficients * factors)
-        else:  # the exact fallback: per-record gradients, clipped one by one
-            grads = jax.vmap(self.model.record_grad, in_axes=(None, 0))(theta, safe)
-            total = clip_record_grads(grads, coefficients, sampler.clip_norm)
-        return jnp.where(jnp.any(active), total, 0)
+        return self._combine(sampler, theta, records, active)
 
     def batch_sums(self, sampler, x, xp, data, index, batch: Batch, dense: bool):
         dataset, neighbour = data["dataset"], data["neighbour"]
@@ -382,16 +400,19 @@ class BatchedGradients(_Sums):
         active = _active(batch.weights, mask)
         is_diff = rows == index
         sum_d = self._sum(sampler, x, records, active)
-        sum_n = self._sum(sampler, xp, records, active & ~is_diff)
-        hits = jnp.sum(jnp.where(is_diff & (batch.weights > 0), batch.weights, 0))
-        alt = self._record_grad(sampler, xp, neighbour.record(index))
-        return sum_d, sum_n + jnp.where((hits > 0) & (neighbour.mask[index] > 0), hits * alt, 0)
+        # D''s batch: D's rows with D''s record selected into the differing slot's rows (as often
+        # as the batch holds it), so its gradient joins the chain's one pass
+        records_n = {k: jnp.where(_expand(is_diff, v), neighbour.fields[k][index], v) for k, v in records.items()}
+        active_n = jnp.where(is_diff, (batch.weights > 0) & (neighbour.mask[index] > 0), active)
+        return sum_d, self._sum(sampler, xp, records_n, active_n)
 
     def gap(self, sampler, x, data, index):
+        """clip(g(x; D's record i*)) - clip(g(x; D''s record i*)) (each where present) as one
+        signed two-record sum: one pass for both records."""
         dataset, neighbour = data["dataset"], data["neighbour"]
-        g_d = jnp.where(dataset.mask[index] > 0, self._record_grad(sampler, x, dataset.record(index)), 0)
-        g_n = jnp.where(neighbour.mask[index] > 0, self._record_grad(sampler, x, neighbour.record(index)), 0)
-        return g_d - g_n
+        both = {k: jnp.stack([dataset.fields[k][index], neighbour.fields[k][index]]) for k in dataset.fields}
+        present = jnp.stack([dataset.mask[index] > 0, neighbour.mask[index] > 0])
+        return self._combine(sampler, x, both, present, signs=jnp.array([1.0, -1.0], x.dtype))
 
 
 def poisson_capacity(num_slots: int, rate: float) -> int:
@@ -422,6 +443,13 @@ def provider_for(model: Model, pair: NeighbouringPair, kind: str, dtype, sampler
         return GLMGradients(model, glm, capacity), glm_data(glm, pair, dtype)
     data = {"dataset": cast_dataset(pair.dataset, dtype), "neighbour": cast_dataset(pair.neighbour, dtype)}
     if kind == "batched":
+        # a declared norm or fused-sum hook is checked against autodiff before it changes a number
+        check_grad_hooks(model, pair.dataset)
+        rows = present_rows(pair.dataset)
+        if rows is not None and float(np.asarray(pair.neighbour.mask)[pair.index]) > 0:
+            # D''s own record in the first row, the rest as checked on D: the same shapes, so the
+            # compiled check is reused
+            check_grad_hooks(model, pair.neighbour, rows=np.concatenate([[pair.index], rows[1:]]))
         return BatchedGradients(model, capacity), data
     if kind != "generic":
         raise ValueError(f"kind={kind!r} is not one of ['generic', 'quadratic', 'glm', 'batched']")

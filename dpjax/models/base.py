@@ -43,9 +43,11 @@ class Model:
     dataset_check: Callable[[Dataset], None] | None = None
     # Optional structure the coupled engine uses for a cheaper exact step (see
     # dpjax.models.structure): a GLM declaration (theta enters each record's log-likelihood
-    # only through x_i . theta), and exact per-record gradient norms for clipping.
+    # only through x_i . theta), exact per-record gradient norms for clipping, and a batch's
+    # weighted (clipped) gradient sum in one fused pass.
     glm: Any = None
     record_grad_norms: Callable[[jax.Array, dict], jax.Array] | None = None
+    weighted_grad_sum: Callable[[jax.Array, dict, Callable[[jax.Array], jax.Array]], jax.Array] | None = None
     # Optional constants the model certifies for the last-iterate accountants (a
     # dpjax.models.constants.CurvatureCertificate; None: none certified).
     curvature: object | None = None
@@ -59,17 +61,22 @@ class Model:
         if not (self.likelihood_weight > 0):
             raise ValueError(f"likelihood_weight={self.likelihood_weight!r} violates likelihood_weight > 0")
 
-    def with_structure(self, *, glm: Any = None, record_grad_norms: Callable[[jax.Array, dict], jax.Array] | None = None) -> "Model":
-        """The same model declaring a GLM structure and/or exact per-record gradient norms
-        (:mod:`dpjax.models.structure`); the engine checks a GLM against ``log_likelihood``."""
+    def with_structure(self, *, glm: Any = None, record_grad_norms: Callable[[jax.Array, dict], jax.Array] | None = None,
+                       weighted_grad_sum: Callable[[jax.Array, dict, Callable[[jax.Array], jax.Array]], jax.Array] | None = None) -> "Model":
+        """The same model declaring a GLM structure, exact per-record gradient norms and/or a
+        fused weighted gradient sum (:mod:`dpjax.models.structure`); the engine checks each
+        declaration against ``log_likelihood`` before a run."""
         from .structure import GLM
 
         if glm is not None and not isinstance(glm, GLM):
             raise TypeError(f"glm={glm!r} must be a dpjax.models.GLM")
         if record_grad_norms is not None and not callable(record_grad_norms):
             raise TypeError(f"record_grad_norms={record_grad_norms!r} must be a callable (theta, records) -> (b,) norms")
+        if weighted_grad_sum is not None and not callable(weighted_grad_sum):
+            raise TypeError(f"weighted_grad_sum={weighted_grad_sum!r} must be a callable (theta, records, weigh) -> (d,) gradient sum")
         return dataclasses.replace(self, glm=glm if glm is not None else self.glm,
-                                   record_grad_norms=record_grad_norms if record_grad_norms is not None else self.record_grad_norms)
+                                   record_grad_norms=record_grad_norms if record_grad_norms is not None else self.record_grad_norms,
+                                   weighted_grad_sum=weighted_grad_sum if weighted_grad_sum is not None else self.weighted_grad_sum)
 
     def tempered(self, likelihood_weight: float) -> "Model":
         """The same model with its log-likelihood multiplied by ``likelihood_weight``."""

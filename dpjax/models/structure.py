@@ -41,6 +41,24 @@ computes the clipped sum sum_j min(1, C / (w n_j)) g_j by one reverse-mode pass 
 reweighted batch sum. Without it (and without a GLM) clipping takes per-record gradients by
 vmap, the exact fallback.
 
+**A fused weighted gradient sum** (the model's ``weighted_grad_sum`` field), the cheapest exact
+route when a model can compute its own backward pass:
+``weighted_grad_sum(theta, records, weigh) -> (d,)`` returns
+
+    sum_j c_j grad_theta log p(record_j | theta),     c = weigh(norms)  (b,),
+
+with ``norms`` the exact record gradient norms as ``record_grad_norms`` defines them (the
+engine's ``weigh`` turns them into clip factors, masks and signs; without clipping it ignores
+them and the compiler drops their computation). One forward pass gives the norms and the
+backprop signals, then the sum is a few matrix products: for a dense network the forward
+pass, the ghost norms and one backward pass, what one unclipped reverse-mode gradient costs
+(:func:`dpjax.models.mlp_classifier`). The engine hands it finite records only (the fields of
+a record with c_j = 0 are replaced by an active record's first) and uses it with and without
+clipping, for the batch sums and the drift gap.
+
+:func:`check_grad_hooks` verifies ``record_grad_norms`` and ``weighted_grad_sum`` against
+autodiff of the model's ``log_likelihood`` before a run (as :func:`check_glm` does for a GLM).
+
 :func:`glm_of` returns the model's declared GLM, or None: a model (a numpyro model included)
 is a GLM to the engine only when it says so (``Model.with_structure(glm=...)``), and
 :func:`check_glm` verifies the declaration against its log-likelihood before a run. Which engine path uses what is :mod:`dpjax.engine.gradients`' business.
@@ -48,6 +66,7 @@ is a GLM to the engine only when it says so (``Model.with_structure(glm=...)``),
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, Optional, Union
 
 import jax
@@ -57,6 +76,7 @@ import numpy as np
 Fields = dict
 FieldSpec = Union[str, Callable[[Fields], Any]]
 RecordGradNorms = Callable[[jax.Array, Fields], jax.Array]
+WeightedGradSum = Callable[[jax.Array, Fields, Callable[[jax.Array], jax.Array]], jax.Array]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,10 +147,9 @@ def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, nu
     any chain runs.
     """
     if rows is None:  # present records only: an absent record's fields never reach a gradient
-        present = np.flatnonzero(np.asarray(dataset.mask) > 0)
-        if present.size == 0:
+        rows = present_rows(dataset)
+        if rows is None:
             return
-        rows = present[np.unique(np.linspace(0, present.size - 1, min(present.size, 8)).astype(int))]
     with jax.enable_x64(True):
         fields = {k: np.asarray(v)[rows] for k, v in dataset.fields.items()}
         floats = {k: (np.asarray(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)) for k, v in fields.items()}
@@ -158,3 +177,81 @@ def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, nu
                     f"(gradient {mine[bad[0]][:4]} from the GLM, {auto[bad[0]][:4]} by autodiff, theta = {np.asarray(theta)[:4]}); "
                     "check the loss, the design (an intercept column?) and the response"
                 )
+
+
+def present_rows(dataset) -> Optional[np.ndarray]:
+    """Up to 8 present records spread over the dataset (None if none is present): the rows
+    :func:`check_glm` and :func:`check_grad_hooks` check by default."""
+    present = np.flatnonzero(np.asarray(dataset.mask) > 0)
+    if present.size == 0:
+        return None
+    return present[np.unique(np.linspace(0, present.size - 1, min(present.size, 8)).astype(int))]
+
+
+def _check_weigh(norms: jax.Array) -> jax.Array:
+    """Coefficients for :func:`check_grad_hooks`: alternating signs, and magnitudes that depend on
+    the norms the hook passes (so a hook handing ``weigh`` wrong norms fails the check)."""
+    signs = 1.0 - 2.0 * (jnp.arange(norms.shape[0]) % 2)
+    return signs / (1.0 + norms)
+
+
+@functools.lru_cache(maxsize=32)
+def _hook_values(model):
+    """A compiled function (theta, records) -> {hook name: (the hook's value, autodiff's)}."""
+
+    def values(theta, records):
+        grads = jax.vmap(jax.grad(model.log_likelihood), in_axes=(None, 0))(theta, records)
+        norms = jnp.sqrt(jnp.sum(grads**2, axis=1))
+        out = {}
+        if model.record_grad_norms is not None:
+            out["record_grad_norms"] = (model.record_grad_norms(theta, records), norms)
+        if model.weighted_grad_sum is not None:
+            c = _check_weigh(norms)
+            # the scale of the sum's entries: a cancelling sum is compared against its terms
+            out["weighted_grad_sum"] = (model.weighted_grad_sum(theta, records, _check_weigh), c @ grads, jnp.abs(c) @ jnp.abs(grads))
+        return out
+
+    return jax.jit(values)
+
+
+def check_grad_hooks(model, dataset, *, rows: Optional[np.ndarray] = None, num_points: int = 2) -> None:
+    """Raise ``ValueError`` unless the model's ``record_grad_norms`` and ``weighted_grad_sum``
+    (where declared) reproduce autodiff of its own ``log_likelihood``.
+
+    On the records ``rows`` of ``dataset`` (default: up to 8 present ones spread over it) and at
+    ``num_points`` deterministic points theta, in float64: the norms against the norms of
+    vmap(grad) record gradients, and the weighted sum (coefficients of alternating sign that
+    depend on the norms) against the same sum of the vmap(grad) gradients, each to relative
+    1e-8 (of the larger norm; of the sum of the terms' magnitudes) plus 1e-12. Compiled once per
+    model, so a run pays a few milliseconds for it.
+    """
+    if model.record_grad_norms is None and model.weighted_grad_sum is None:
+        return
+    rows = present_rows(dataset) if rows is None else rows
+    if rows is None:
+        return
+    with jax.enable_x64(True):
+        floats = {k: jnp.asarray(np.asarray(v)[rows], jnp.float64 if np.issubdtype(np.asarray(v).dtype, np.floating) else None)
+                  for k, v in dataset.fields.items()}
+        ramp = np.linspace(-1.0, 1.0, model.dim) / max(1.0, float(np.sqrt(model.dim)))
+        for p in range(num_points):
+            theta = jnp.asarray(ramp * (0.7 * (p + 1)) + 0.1 * (p + 1), jnp.float64)
+            values = jax.tree.map(np.asarray, _hook_values(model)(theta, floats))
+            if "record_grad_norms" in values:
+                mine, auto = values["record_grad_norms"]
+                if mine.shape != auto.shape:
+                    raise ValueError(f"model {model.name!r}: record_grad_norms returned shape {mine.shape} for {len(rows)} records; it must be ({len(rows)},)")
+                bad = np.flatnonzero(~(np.abs(mine - auto) <= 1e-8 * np.maximum(mine, auto) + 1e-12))
+                if bad.size:
+                    raise ValueError(
+                        f"model {model.name!r}: its record_grad_norms do not match its log_likelihood at record {int(rows[bad[0]])} "
+                        f"(norm {mine[bad[0]]:.6g} from the hook, {auto[bad[0]]:.6g} by autodiff, theta = {np.asarray(theta)[:4]})")
+            if "weighted_grad_sum" in values:
+                mine, auto, scale = values["weighted_grad_sum"]
+                if mine.shape != auto.shape:
+                    raise ValueError(f"model {model.name!r}: weighted_grad_sum returned shape {mine.shape}; it must be ({model.dim},)")
+                bad = np.flatnonzero(~(np.abs(mine - auto) <= 1e-8 * scale + 1e-12))
+                if bad.size:
+                    raise ValueError(
+                        f"model {model.name!r}: its weighted_grad_sum does not match its log_likelihood (entry {int(bad[0])}: "
+                        f"{mine[bad[0]]:.6g} from the hook, {auto[bad[0]]:.6g} by autodiff, theta = {np.asarray(theta)[:4]})")
