@@ -151,18 +151,13 @@ def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, nu
         if rows is None:
             return
     with jax.enable_x64(True):
-        fields = {k: np.asarray(v)[rows] for k, v in dataset.fields.items()}
-        floats = {k: (np.asarray(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)) for k, v in fields.items()}
+        floats = _float64_rows(dataset, rows)
         x = glm.design_matrix(floats)
         if x.shape[1] != model.dim:
             raise ValueError(f"model {model.name!r} declares a GLM whose design has {x.shape[1]} columns; the model has dim = {model.dim}")
         y = glm.responses(floats)
         w = float(model.likelihood_weight)
-        ramp = np.linspace(-1.0, 1.0, model.dim) / max(1.0, float(np.sqrt(model.dim)))
-        for p in range(num_points):
-            # never theta = 0: there eta = 0 for every record, where autodiff of a loss written
-            # with max / abs (numpyro's Bernoulli logits) returns a subgradient, not the derivative
-            theta = jnp.asarray(ramp * (0.7 * (p + 1)) + 0.1 * (p + 1), jnp.float64)
+        for theta in _check_points(model.dim, num_points):
             auto = np.asarray(jax.vmap(model.record_grad, in_axes=(None, 0))(theta, floats))
             eta = jnp.asarray(x) @ theta
             s = np.asarray(jax.vmap(glm.derivative)(jax.tree.map(jnp.asarray, y), eta))
@@ -177,6 +172,21 @@ def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, nu
                     f"(gradient {mine[bad[0]][:4]} from the GLM, {auto[bad[0]][:4]} by autodiff, theta = {np.asarray(theta)[:4]}); "
                     "check the loss, the design (an intercept column?) and the response"
                 )
+
+
+def _float64_rows(dataset, rows: np.ndarray) -> dict:
+    """The fields of the records ``rows``, floating fields in float64 (the checks' precision)."""
+    fields = {k: np.asarray(v)[rows] for k, v in dataset.fields.items()}
+    return {k: (v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v) for k, v in fields.items()}
+
+
+def _check_points(dim: int, num_points: int):
+    """The deterministic float64 points theta at which the checks compare with autodiff. Never
+    theta = 0: there eta = 0 for every record of a GLM, where autodiff of a loss written with
+    max / abs (numpyro's Bernoulli logits) returns a subgradient, not the derivative."""
+    ramp = np.linspace(-1.0, 1.0, dim) / max(1.0, float(np.sqrt(dim)))
+    for p in range(num_points):
+        yield jnp.asarray(ramp * (0.7 * (p + 1)) + 0.1 * (p + 1), jnp.float64)
 
 
 def present_rows(dataset) -> Optional[np.ndarray]:
@@ -231,11 +241,8 @@ def check_grad_hooks(model, dataset, *, rows: Optional[np.ndarray] = None, num_p
     if rows is None:
         return
     with jax.enable_x64(True):
-        floats = {k: jnp.asarray(np.asarray(v)[rows], jnp.float64 if np.issubdtype(np.asarray(v).dtype, np.floating) else None)
-                  for k, v in dataset.fields.items()}
-        ramp = np.linspace(-1.0, 1.0, model.dim) / max(1.0, float(np.sqrt(model.dim)))
-        for p in range(num_points):
-            theta = jnp.asarray(ramp * (0.7 * (p + 1)) + 0.1 * (p + 1), jnp.float64)
+        floats = _float64_rows(dataset, rows)
+        for theta in _check_points(model.dim, num_points):
             values = jax.tree.map(np.asarray, _hook_values(model)(theta, floats))
             if "record_grad_norms" in values:
                 mine, auto = values["record_grad_norms"]
