@@ -201,6 +201,17 @@ def test_declared_hooks_that_do_not_match_the_model_are_refused():
             provider_for(bad, pair, "batched", jnp.float64, sampler)
 
 
+def test_with_structure_refuses_declarations_of_the_wrong_kind():
+    """A hook that is not callable, or a GLM that is not a GLM, is a TypeError naming the
+    argument and what it must be, before any run."""
+    model = mlp_classifier(1.0, 3, 5)
+    for kwargs, rule in (({"weighted_grad_sum": 1.0}, r"weighted_grad_sum=1.0 must be a callable \(theta, records, weigh\)"),
+                         ({"record_grad_norms": "norms"}, r"record_grad_norms='norms' must be a callable \(theta, records\)"),
+                         ({"glm": "logistic"}, r"glm='logistic' must be a dpjax.models.GLM")):
+        with pytest.raises(TypeError, match=rule):
+            model.with_structure(**kwargs)
+
+
 @pytest.mark.parametrize("clip", [0.3, None])
 def test_fused_gap_and_sums_equal_the_reference_provider(clip):
     """The batched provider's batch sums and drift gap (fused passes; D''s record selected into
