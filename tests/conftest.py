@@ -52,3 +52,31 @@ def x64():
     """JAX in 64-bit mode for the test (a module opts in with ``pytestmark = pytest.mark.usefixtures("x64")``)."""
     with jax.enable_x64(True):
         yield
+
+
+# Every program XLA compiles for the CPU is mapped into memory, and jit keeps each one while the
+# process lives: a worker that runs for half an hour of the suite compiles thousands of
+# programs and, near the kernel's limit on memory maps (vm.max_map_count, 65,530 by default),
+# LLVM aborts while mapping the next one (CI lost a worker this way in a PLD test; a PLD test
+# module alone grows by ~65 maps a second here). Past a threshold well below the limit, jit's
+# caches are emptied between tests: later tests compile again (or load from the run's
+# compilation cache); no number depends on it.
+_MAPS_BEFORE_CLEARING = 20_000
+
+
+def _memory_maps() -> int:
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:  # not Linux: no such limit to keep under
+        return 0
+
+
+@pytest.fixture(autouse=True)
+def _bounded_memory_maps():
+    yield
+    if _memory_maps() > _MAPS_BEFORE_CLEARING:
+        import gc
+
+        jax.clear_caches()
+        gc.collect()
