@@ -101,6 +101,30 @@ def test_normal_draws_are_standard_normal_and_grouping_changes_nothing(dim):
     assert np.array_equal(narrow, wide)
 
 
+@pytest.mark.parametrize("dim", [1, 3, 8, 9, 20])
+def test_array_normals_are_the_per_coordinate_draws(dim):
+    """The XLA loop draws normals per coordinate up to reference.GROUPED_MAX_DIM and as one
+    array beyond (randomness.step_normals_array, group_normals_array): the same numbers bit for
+    bit, at steps that start mid-block too (d not a multiple of the block), and through the
+    loop's own helpers."""
+    with jax.enable_x64(True):
+        words = jax.vmap(rng.chain_words)(jax.random.split(jax.random.key(5), 64))
+        k0, k1 = words[:, 0], words[:, 1]
+        for dtype in (jnp.float64, jnp.float32):
+            for t in (0, 1, 3, 7, 2**20 + 1):
+                single = np.stack([np.asarray(a) for a in rng.step_normals(k0, k1, t, dim, dtype)], axis=-1)
+                assert np.array_equal(np.asarray(rng.step_normals_array(k0, k1, t, dim, dtype)), single)
+                assert np.array_equal(np.asarray(reference._step_normals(k0, k1, t, dim, dtype)), single)
+            group = rng.group_steps(dim, dtype) * 2
+            rows = rng.group_normals(k0, k1, 4 * group, group, dim, dtype)
+            array = np.asarray(rng.group_normals_array(k0, k1, 4 * group, group, dim, dtype))
+            loop = reference._group_normals(k0, k1, 4 * group, group, dim, dtype)
+            for u, row in enumerate(rows):
+                expected = np.stack([np.asarray(a) for a in row], axis=-1)
+                assert np.array_equal(array[:, u], expected)
+                assert np.array_equal(np.asarray(loop[u]), expected)
+
+
 def _pairs(dim, homogeneous):
     rs = np.random.default_rng(dim)
     n = 23
@@ -286,6 +310,28 @@ def test_the_kernel_launch_shape_changes_no_number(monkeypatch):
     monkeypatch.setenv("DPJAX_PALLAS_WARPS", "2")
     assert pallas_kernel.launch_shape() == (64, 2)
     jax.clear_caches()
+
+
+def test_cpu_pair_blocks_change_no_number(monkeypatch):
+    """The CPU loop runs pairs in blocks only when a step's rows overflow the cache (a small
+    working set unblocked: blocks would only multiply the loop's iterations); either way the
+    same numbers, bit for bit, a padded last block included (130 pairs in blocks of 16)."""
+    on_cpu = jax.default_backend() == "cpu"
+    assert runner.pair_block(1, 4096, 1, 1, jnp.float64) is None  # cyclic SGLD, b = 1, d = 1: 64 KiB
+    assert runner.pair_block(1, 2048, 128, 20, jnp.float32) == (runner.CPU_PAIR_BLOCK if on_cpu else None)  # logistic, b = 128: 42 MiB
+    assert runner.pair_block(2, 2048, 128, 20, jnp.float32) is None  # a mesh of devices: never
+    model = bayesian_linear_regression(1.0, 0.5, dim=3)
+    pair = _pairs(3, False)
+    kw = dict(num_pairs=130, num_steps=20, record_steps=[5, 20], progress=False, init=lambda k: jax.random.normal(k, (3,)), engine="reference")
+    sampler = samplers.sgld(0.002, batching="uniform", batch_size=3)
+    plain = dpjax.run_coupled(4, model, pair, sampler, **kw)
+    assert plain.config["pair_block"] is None
+    monkeypatch.setattr(runner, "CPU_BLOCKING_BYTES", 0)
+    monkeypatch.setattr(runner, "CPU_PAIR_BLOCK", 16)
+    blocked = dpjax.run_coupled(4, model, pair, sampler, **kw)
+    assert blocked.config["pair_block"] == (16 if on_cpu else None)
+    for field in ("positions", "neighbour_positions", "path_loss", "finite"):
+        np.testing.assert_array_equal(getattr(blocked, field), getattr(plain, field))
 
 
 def test_float32_chains_keep_full_float32_dot_products(monkeypatch):

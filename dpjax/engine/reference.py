@@ -143,7 +143,7 @@ def _advance_pairs(sampler, data, index, words, chain_state, state: PairState, *
         # one copy of the step; each step draws its own normals (the blocks it touches)
         def one_step(t, carry):
             state, cursor = carry
-            return step_pairs(words, chain_state, cursor, state, t, rng.step_normals_array(k0, k1, t, dim, dtype))
+            return step_pairs(words, chain_state, cursor, state, t, _step_normals(k0, k1, t, dim, dtype))
 
         return jax.lax.fori_loop(start, stop, one_step, (state, cursor))[0]
 
@@ -154,10 +154,10 @@ def _advance_pairs(sampler, data, index, words, chain_state, state: PairState, *
 
     def one_group(i, carry):
         first = first_group + i * group
-        z = rng.group_normals_array(k0, k1, first, group, dim, dtype)  # (K, group, d)
+        z = _group_normals(k0, k1, first, group, dim, dtype)
         for u in range(group):
             t = first + u
-            new = step_pairs(words, chain_state, carry[1], carry[0], t, z[:, u])
+            new = step_pairs(words, chain_state, carry[1], carry[0], t, z[u])
             inside = (t >= start) & (t < stop)
             carry = jax.tree.map(lambda a, b: jnp.where(inside, a, b), new, carry)
         return carry
@@ -165,8 +165,30 @@ def _advance_pairs(sampler, data, index, words, chain_state, state: PairState, *
     return jax.lax.fori_loop(0, num_groups, one_group, (state, cursor))[0]
 
 
-# up to this d (and P = 2 or 4 normals per Philox block), consecutive steps share blocks
+# up to this d (and P = 2 or 4 normals per Philox block), consecutive steps share blocks, and a
+# step's normals are drawn coordinate by coordinate
 GROUPED_MAX_DIM = 8
+
+
+# The normals of the XLA loop. Up to GROUPED_MAX_DIM coordinates: one array per coordinate,
+# stacked per step (a handful of small copies; XLA fuses them with the step). Beyond: one vector
+# operation over the blocks and a reshape (randomness.step_normals_array), whose program does
+# not grow with d. At d = 1 the array form ran the whole coupled step 3x slower on a 2-core x86
+# CPU (its interleaving reshape is not fused), so small d keeps the per-coordinate form. Both
+# give the same draws (test_engine.test_array_normals_are_the_per_coordinate_draws).
+def _step_normals(k0, k1, step, dim: int, dtype) -> jax.Array:
+    """(K, d) normals of ``step``."""
+    if dim <= GROUPED_MAX_DIM:
+        return jnp.stack(rng.step_normals(k0, k1, step, dim, dtype), axis=-1)
+    return rng.step_normals_array(k0, k1, step, dim, dtype)
+
+
+def _group_normals(k0, k1, first, steps: int, dim: int, dtype) -> list:
+    """The (K, d) normals of ``steps`` consecutive steps from ``first`` (a group's first step)."""
+    if dim <= GROUPED_MAX_DIM:
+        return [jnp.stack(z, axis=-1) for z in rng.group_normals(k0, k1, first, steps, dim, dtype)]
+    z = rng.group_normals_array(k0, k1, first, steps, dim, dtype)  # (K, steps, d)
+    return [z[:, u] for u in range(steps)]
 
 
 def steps_per_group(dim: int, dtype, unroll: int) -> int:
