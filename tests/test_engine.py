@@ -320,6 +320,9 @@ def test_cpu_pair_blocks_change_no_number(monkeypatch):
     assert runner.pair_block(1, 4096, 1, 1, jnp.float64) is None  # cyclic SGLD, b = 1, d = 1: 64 KiB
     assert runner.pair_block(1, 2048, 128, 20, jnp.float32) == (runner.CPU_PAIR_BLOCK if on_cpu else None)  # logistic, b = 128: 42 MiB
     assert runner.pair_block(2, 2048, 128, 20, jnp.float32) is None  # a mesh of devices: never
+    quadratic = provider_for(bayesian_linear_regression(1.0, 0.5), _pairs(1, True), "quadratic", jnp.float64, samplers.ula(0.01))[0]
+    assert runner._rows_per_step(quadratic, samplers.ula(0.01), 23) == 1  # full batches read the tables' sums only
+    assert runner._rows_per_step(quadratic, samplers.ula(0.01, clip_norm=1.0), 23) == 23
     model = bayesian_linear_regression(1.0, 0.5, dim=3)
     pair = _pairs(3, False)
     kw = dict(num_pairs=130, num_steps=20, record_steps=[5, 20], progress=False, init=lambda k: jax.random.normal(k, (3,)), engine="reference")

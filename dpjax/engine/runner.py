@@ -144,6 +144,14 @@ def _unclipped_full_batch(sampler: LangevinSampler) -> bool:
     return isinstance(sampler.batching, FullBatch) and sampler.clip_norm is None
 
 
+def _rows_per_step(provider, sampler: LangevinSampler, num_slots: int) -> int:
+    """Records a pair's step reads: the batch (a Poisson batch's gathered capacity), or none
+    beyond the tables' sums for a quadratic model's unclipped full batches."""
+    if isinstance(provider, QuadraticGradients) and _unclipped_full_batch(sampler):
+        return 1
+    return int(getattr(provider, "capacity", None) or sampler.batching.batch_size(num_slots))
+
+
 def default_unroll() -> int:
     """Steps per loop iteration of the XLA paths: 8 on accelerators (XLA fuses the unrolled
     steps into one kernel), 1 on CPU (where unrolling only lengthens compilation)."""
@@ -230,8 +238,7 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
     x0 = _start(init, chain_keys, num_pairs, padded, dim, dtype, chains)
     state = reference.PairState(x0, x0, _global(np.zeros(padded, dtype), chains), _global(np.ones(padded, bool), chains))
 
-    rows = getattr(provider, "capacity", None) or sampler.batching.batch_size(n)
-    block = pair_block(num_devices, padded, int(rows), dim, dtype)
+    block = pair_block(num_devices, padded, _rows_per_step(provider, sampler, n), dim, dtype)
     xla_advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider,
                                                              num_slots=n, unroll=unroll, pair_block=block)
     advance = xla_advance
