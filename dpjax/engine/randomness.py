@@ -288,7 +288,8 @@ def group_normals(k0: jax.Array, k1: jax.Array, first, steps: int, dim: int, dty
 # register (the Pallas kernel); an XLA program built from them holds one Philox evaluation per
 # block per coordinate, so its size (and compile time) grows with d. The functions below draw
 # the same blocks as one vector operation over a trailing block axis and reshape, so the program
-# is the same size for any d. They give the same words, hence the same draws (tested).
+# is the same size for any d. They give the same words, hence the same draws (tested). The XLA
+# loop keeps the lists up to d = 8, where they run faster on a CPU (engine/reference.py).
 def _block_range(block_high, block_low, count: int) -> tuple[jax.Array, jax.Array]:
     """(high, low) words of the block indices block, block + 1, ..., block + count - 1 (a new
     trailing axis of length ``count``), with the carry into the high word."""
