@@ -118,7 +118,7 @@ def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
         raise ValueError(f"engine={engine!r} needs a quadratic model (dpjax.models.QuadraticModel, e.g. bayesian_linear_regression); {getattr(model, 'name', model)!r} is not one")
     if engine in ("glm", "pallas-glm") and glm_of(model) is None:
         raise ValueError(f"engine={engine!r} needs a model whose log-likelihood is -loss(y, x . theta) (declare dpjax.models.GLM with Model.with_structure); "
-                         f"{getattr(model, 'name', model)!r} declares none")
+                         f"{getattr(model, 'name', model)!r} declares none, and its program is not one (dpjax.engine.detect.glm_form_of)")
     if engine == "pallas":
         reason = pallas_supports(model, sampler)
         if reason is not None:
