@@ -1,4 +1,8 @@
-"""Quadratic models written as general models, recognised soundly (issue 21).
+"""Quadratic models and GLMs written as general models, recognised soundly (issue 21).
+
+Two recognisers, each a proof on the model's program, never a numerical probe:
+:func:`quadratic_form_of` (below) and :func:`glm_form_of` (the section "GLMs written as general
+models": theta reaches the log-likelihood only through one affine scalar).
 
 A user may write Bayesian linear regression (or any Gaussian-likelihood model with a Gaussian
 prior) as a plain :class:`dpjax.Model`. Its record gradients are then affine in theta,
@@ -85,3 +89,191 @@ def _detect(model: Model, dataset: Dataset) -> Optional[QuadraticModel]:
 
     fields = {f.name: getattr(model, f.name) for f in dataclasses.fields(Model)}
     return QuadraticModel(**fields, prior_precision=c, record_quadratic=record_quadratic)
+
+
+# --- GLMs written as general models ------------------------------------------------------------
+# A record's log-likelihood is a GLM (dpjax.models.GLM) when theta reaches it only through one
+# scalar that is affine in theta: log p(r | theta) = f(r, a(r) . theta + c(r)). The proof reads
+# the record log-likelihood's jaxpr: the equations that read theta (directly or through each
+# other) must be affine maps of it (slices, reshapes, sums, products and dot products with
+# values that do not depend on theta, ...) up to one value eta of one element; nothing else may
+# read theta or any of them but eta. Then every path from theta to the output passes through
+# eta, and eta is affine in theta for each record: the GLM's design is a(r) (its gradient), its
+# response the record's fields with the offset c(r), and its loss -f(r, eta + c(r)) is the rest
+# of the same program, evaluated with eta given. A function called on theta as a whole (a jitted
+# helper, a callback, a branch on theta) is not an affine map here, so such a model is not
+# recognised (it keeps the batched path); the engine still checks the result against autodiff
+# of the model before a run (dpjax.models.structure.check_glm).
+_AFFINE_ANY = {"neg", "reshape", "squeeze", "broadcast_in_dim", "transpose", "slice", "copy", "copy_p", "reduce_sum",
+               "expand_dims", "rev", "split", "add", "sub", "add_any", "concatenate", "convert_element_type"}
+_GLM_CACHE: dict = {}
+
+
+def _affine_equation(eqn, tainted: set) -> bool:
+    """Whether ``eqn`` (some of whose inputs are in ``tainted``) is affine in its tainted inputs."""
+    name = eqn.primitive.name
+    hit = [(not _is_literal(v)) and v in tainted for v in eqn.invars]
+    if name == "convert_element_type":
+        return jnp.issubdtype(eqn.params["new_dtype"], jnp.floating)
+    if name in _AFFINE_ANY:
+        return True
+    if name in ("mul", "dot_general"):
+        return sum(hit) == 1
+    if name == "div":
+        return hit == [True, False]
+    if name in ("dynamic_slice", "gather"):
+        return hit[0] and not any(hit[1:])
+    if name == "select_n":  # a branch on the record alone: affine for each record
+        return not hit[0]
+    return False
+
+
+def _is_literal(v) -> bool:
+    return type(v).__name__ == "Literal"
+
+
+def _split_at_eta(closed):
+    """(eta var, indices of the equations that compute it from theta) for a closed jaxpr whose
+    first input is theta, or None when no single affine scalar carries theta to the output."""
+    jaxpr = closed.jaxpr
+    theta = jaxpr.invars[0]
+    dependent, affine = {theta}, {theta}  # values that read theta; those affine in it
+    for eqn in jaxpr.eqns:
+        if any(not _is_literal(v) and v in dependent for v in eqn.invars):
+            dependent.update(eqn.outvars)
+            reads = [v for v in eqn.invars if not _is_literal(v) and v in dependent]
+            if all(v in affine for v in reads) and _affine_equation(eqn, dependent):
+                affine.update(eqn.outvars)
+    for eqn in jaxpr.eqns:  # candidates in program order: the first that cuts theta off the output
+        for eta in eqn.outvars:
+            if eta not in affine or int(np.prod(eta.aval.shape)) != 1:
+                continue
+            found = _cut_at(jaxpr, theta, eta)
+            if found is not None:
+                return eta, found
+    return None
+
+
+def _cut_at(jaxpr, theta, eta):
+    """The equations that read theta when ``eta`` is given (all affine), if none of the outputs
+    then reads theta; else None."""
+    reached, prefix = {theta}, set()
+    for k, eqn in enumerate(jaxpr.eqns):
+        if not any(not _is_literal(v) and v in reached for v in eqn.invars):
+            continue
+        if not _affine_equation(eqn, reached):
+            return None  # theta reaches a non-affine step other than through eta
+        prefix.add(k)
+        reached.update(v for v in eqn.outvars if v is not eta)
+    if any(not _is_literal(v) and v in reached for v in jaxpr.outvars):
+        return None
+    return frozenset(prefix)
+
+
+def _evaluate(closed, args, *, stop_at=None, skip=frozenset(), given=None):
+    """Evaluate a closed jaxpr on ``args`` (flat), equation by equation; ``given``: {var: value}
+    bound before the start (eta), ``skip``: equations not evaluated (the affine part), and
+    ``stop_at``: return that var's value as soon as it is computed."""
+    env = dict(zip(closed.jaxpr.constvars, closed.consts))
+    env.update(zip(closed.jaxpr.invars, args))
+    env.update(given or {})
+    read = lambda v: v.val if _is_literal(v) else env[v]  # noqa: E731
+    for k, eqn in enumerate(closed.jaxpr.eqns):
+        if k in skip:
+            continue
+        params = eqn.primitive.get_bind_params(eqn.params)
+        subfuns, params = params if isinstance(params, tuple) else ((), params)  # (subfuns, params) in older JAX
+        out = eqn.primitive.bind(*subfuns, *[read(v) for v in eqn.invars], **params)
+        env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
+        if stop_at is not None and stop_at in env:
+            return env[stop_at]
+    return [read(v) for v in closed.jaxpr.outvars]
+
+
+def _traced(model: Model, dim: int, dtype, record_avals: dict):
+    """(closed jaxpr, record treedef, eta, affine equations) of the record log-likelihood at
+    these input types, or None."""
+    theta = jax.ShapeDtypeStruct((dim,), dtype)
+    closed = jax.make_jaxpr(model.log_likelihood)(theta, record_avals)
+    found = _split_at_eta(closed)
+    if found is None:
+        return None
+    return closed, jax.tree.structure(record_avals), found[0], found[1]
+
+
+def _avals(record: dict) -> dict:
+    return {k: jax.ShapeDtypeStruct(jnp.shape(v), jnp.result_type(v)) for k, v in record.items()}
+
+
+def glm_form_of(model: Model, dataset: Dataset) -> Optional[Model]:
+    """The model with a :class:`~dpjax.models.GLM` structure if its record log-likelihood is
+    provably a function of one affine scalar of theta (the section's comment), else None. Only
+    for a model that declares no structure; the same object for the same model."""
+    from ..models.structure import GLM
+
+    if isinstance(model, QuadraticModel) or model.glm is not None or model.record_grad_norms is not None or model.weighted_grad_sum is not None:
+        return None
+    key = (model, tuple(sorted((k, np.asarray(v).shape[1:], np.asarray(v).dtype.str) for k, v in dataset.fields.items())))
+    if key in _GLM_CACHE:
+        return _GLM_CACHE[key]
+    d = model.dim
+    found = None
+    with jax.enable_x64(True):
+        record = {k: np.asarray(v)[0].astype(np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)[0]
+                  for k, v in dataset.fields.items()}
+        try:
+            traced = _traced(model, d, jnp.float64, _avals(record))
+        except Exception:  # a model JAX cannot trace this way is simply not recognised
+            traced = None
+    if traced is not None:
+        closed, treedef, eta_var, affine = traced
+        used = _tail_fields(closed, treedef, affine)
+
+        def eta_of(theta, fields):  # float64, one record
+            out = _evaluate(closed, [theta] + jax.tree.leaves(fields), stop_at=eta_var)
+            return jnp.reshape(out, ())
+
+        def design(fields):
+            with jax.enable_x64(True):
+                f64 = {k: (np.asarray(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)) for k, v in fields.items()}
+                grad = jax.vmap(jax.grad(eta_of), in_axes=(None, 0))(jnp.zeros(d, jnp.float64), f64)
+                return np.asarray(grad, np.float64)
+
+        def response(fields):
+            with jax.enable_x64(True):
+                f64 = {k: (np.asarray(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)) for k, v in fields.items()}
+                offset = jax.vmap(eta_of, in_axes=(None, 0))(jnp.zeros(d, jnp.float64), f64)
+            return {"fields": {k: np.asarray(fields[k]) for k in used}, "offset": np.asarray(offset, np.float64)}
+
+        def loss(y, eta):
+            fields = dict(y["fields"])
+            # fields the loss does not read: placeholders of their shape (their value reaches nothing)
+            full = {k: fields.get(k, jnp.zeros(a.shape, jax.dtypes.canonicalize_dtype(a.dtype))) for k, a in _avals(record).items()}
+            full = {k: (v.astype(jnp.result_type(eta)) if jnp.issubdtype(jnp.result_type(v), jnp.floating) else v) for k, v in full.items()}
+            again = _traced(model, d, jnp.result_type(eta), _avals(full))
+            if again is None:
+                raise ValueError(f"model {model.name!r}: its log-likelihood is not a GLM at dtype {jnp.result_type(eta)} (it was at float64)")
+            closed_t, _, eta_t, affine_t = again
+            total = jnp.reshape(eta + y["offset"].astype(jnp.result_type(eta)), eta_t.aval.shape)
+            theta_unused = jnp.zeros(d, jnp.result_type(eta))
+            (out,) = _evaluate(closed_t, [theta_unused] + jax.tree.leaves(full), skip=affine_t, given={eta_t: total})
+            return -out
+
+        found = model.with_structure(glm=GLM(loss=loss, design=design, response=response))
+    if len(_GLM_CACHE) > 64:
+        _GLM_CACHE.pop(next(iter(_GLM_CACHE)))
+    _GLM_CACHE[key] = found
+    return found
+
+
+def _tail_fields(closed, treedef, affine) -> list:
+    """The record fields the program reads outside its affine part (the loss's inputs)."""
+    names = jax.tree.unflatten(treedef, list(range(treedef.num_leaves)))
+    leaf_var = dict(zip(closed.jaxpr.invars[1:], jax.tree.leaves(names)))
+    order = {i: k for k, i in names.items()}
+    read = set()
+    for k, eqn in enumerate(closed.jaxpr.eqns):
+        if k not in affine:
+            read.update(leaf_var[v] for v in eqn.invars if not _is_literal(v) and v in leaf_var)
+    read.update(leaf_var[v] for v in closed.jaxpr.outvars if not _is_literal(v) and v in leaf_var)
+    return [order[i] for i in sorted(read)]

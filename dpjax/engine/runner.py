@@ -46,7 +46,7 @@ from ..models.structure import glm_of
 from ..samplers.batching import FullBatch
 from ..samplers.kernel import LangevinSampler
 from . import hosts, randomness, reference
-from .detect import quadratic_form_of
+from .detect import glm_form_of, quadratic_form_of
 from .gradients import QuadraticGradients, provider_for
 
 ENGINES = ("auto", "reference", "quadratic", "glm", "batched", "pallas", "pallas-glm")
@@ -118,7 +118,7 @@ def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
         raise ValueError(f"engine={engine!r} needs a quadratic model (dpjax.models.QuadraticModel, e.g. bayesian_linear_regression); {getattr(model, 'name', model)!r} is not one")
     if engine in ("glm", "pallas-glm") and glm_of(model) is None:
         raise ValueError(f"engine={engine!r} needs a model whose log-likelihood is -loss(y, x . theta) (declare dpjax.models.GLM with Model.with_structure); "
-                         f"{getattr(model, 'name', model)!r} declares none")
+                         f"{getattr(model, 'name', model)!r} declares none, and its program is not one (dpjax.engine.detect.glm_form_of)")
     if engine == "pallas":
         reason = pallas_supports(model, sampler)
         if reason is not None:
@@ -131,10 +131,16 @@ def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
 
 
 def recognised_model(engine: str, model: Model, pair: NeighbouringPair) -> Model:
-    """``model``, or for the paths that can use it (auto, quadratic, pallas) the same model as a
-    :class:`~dpjax.models.QuadraticModel` when it is provably quadratic (:mod:`.detect`)."""
+    """``model``, or for the paths that can use it the same model as a
+    :class:`~dpjax.models.QuadraticModel` when it is provably quadratic (auto, quadratic,
+    pallas), or with a :class:`~dpjax.models.GLM` structure when it is provably a GLM (auto,
+    glm, pallas-glm; :mod:`.detect`)."""
     if engine in ("auto", "quadratic", "pallas") and not QuadraticGradients.supports(model):
         found = quadratic_form_of(model, pair.dataset)
+        if found is not None:
+            return found
+    if engine in ("auto", "glm", "pallas-glm") and not QuadraticGradients.supports(model) and glm_of(model) is None:
+        found = glm_form_of(model, pair.dataset)
         if found is not None:
             return found
     return model

@@ -59,9 +59,11 @@ clipping, for the batch sums and the drift gap.
 :func:`check_grad_hooks` verifies ``record_grad_norms`` and ``weighted_grad_sum`` against
 autodiff of the model's ``log_likelihood`` before a run (as :func:`check_glm` does for a GLM).
 
-:func:`glm_of` returns the model's declared GLM, or None: a model (a numpyro model included)
-is a GLM to the engine only when it says so (``Model.with_structure(glm=...)``), and
-:func:`check_glm` verifies the declaration against its log-likelihood before a run. Which engine path uses what is :mod:`dpjax.engine.gradients`' business.
+:func:`glm_of` returns the model's declared GLM, or None. A model (a numpyro model included)
+that declares none is recognised as a GLM by the engine when a proof on its program finds
+theta reaching the log-likelihood through one affine scalar only
+(:func:`dpjax.engine.detect.glm_form_of`); declared or recognised, :func:`check_glm` verifies
+the GLM against the log-likelihood before a run. Which engine path uses what is :mod:`dpjax.engine.gradients`' business.
 """
 from __future__ import annotations
 
