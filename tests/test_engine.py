@@ -317,7 +317,7 @@ def test_cpu_pair_blocks_change_no_number(monkeypatch):
     working set unblocked: blocks would only multiply the loop's iterations); either way the
     same numbers, bit for bit, a padded last block included (130 pairs in blocks of 16)."""
     on_cpu = jax.default_backend() == "cpu"
-    assert runner.pair_block(1, 4096, 1, 1, jnp.float64) is None  # cyclic SGLD, b = 1, d = 1: 64 KiB
+    assert runner.pair_block(1, 4096, 1, 1, jnp.float64) is None  # cyclic SGLD, b = 1, d = 1: 128 KiB
     assert runner.pair_block(1, 2048, 128, 20, jnp.float32) == (runner.CPU_PAIR_BLOCK if on_cpu else None)  # logistic, b = 128: 42 MiB
     assert runner.pair_block(2, 2048, 128, 20, jnp.float32) is None  # a mesh of devices: never
     quadratic = provider_for(bayesian_linear_regression(1.0, 0.5), _pairs(1, True), "quadratic", jnp.float64, samplers.ula(0.01))[0]

@@ -35,6 +35,7 @@ from jax._src.interpreters import partial_eval as pe
 from ..data import Dataset
 from ..models.base import Model
 from ..models.quadratic import QuadraticModel
+from ..models.structure import GLM, float64_fields
 
 _CACHE: dict = {}
 
@@ -50,16 +51,20 @@ def quadratic_form_of(model: Model, dataset: Dataset) -> Optional[QuadraticModel
     """The model as a :class:`QuadraticModel` with closed-form record tables if its record
     log-likelihood and log-prior are provably quadratic in theta (module docstring), else None.
     The same object for the same model (compiled programs are keyed by it)."""
+    return _recognised_once(_CACHE, model, dataset, _detect)
+
+
+def _recognised_once(cache: dict, model: Model, dataset: Dataset, recognise):
+    """``recognise(model, dataset)``, or None for a model that declares a structure of its own;
+    one answer per model and field layout (compiled programs are keyed by the object returned)."""
     if isinstance(model, QuadraticModel) or model.glm is not None or model.record_grad_norms is not None or model.weighted_grad_sum is not None:
         return None
     key = (model, tuple(sorted((k, np.asarray(v).shape[1:], np.asarray(v).dtype.str) for k, v in dataset.fields.items())))
-    if key in _CACHE:
-        return _CACHE[key]
-    found = _detect(model, dataset)
-    if len(_CACHE) > 64:
-        _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[key] = found
-    return found
+    if key not in cache:
+        if len(cache) > 64:
+            cache.pop(next(iter(cache)))
+        cache[key] = recognise(model, dataset)
+    return cache[key]
 
 
 def _detect(model: Model, dataset: Dataset) -> Optional[QuadraticModel]:
@@ -105,7 +110,7 @@ def _detect(model: Model, dataset: Dataset) -> Optional[QuadraticModel]:
 # recognised (it keeps the batched path); the engine still checks the result against autodiff
 # of the model before a run (dpjax.models.structure.check_glm).
 _AFFINE_ANY = {"neg", "reshape", "squeeze", "broadcast_in_dim", "transpose", "slice", "copy", "copy_p", "reduce_sum",
-               "expand_dims", "rev", "split", "add", "sub", "add_any", "concatenate", "convert_element_type"}
+               "expand_dims", "rev", "split", "add", "sub", "add_any", "concatenate"}
 _GLM_CACHE: dict = {}
 
 
@@ -191,14 +196,12 @@ def _evaluate(closed, args, *, stop_at=None, skip=frozenset(), given=None):
 
 
 def _traced(model: Model, dim: int, dtype, record_avals: dict):
-    """(closed jaxpr, record treedef, eta, affine equations) of the record log-likelihood at
-    these input types, or None."""
+    """(closed jaxpr, eta, affine equations) of the record log-likelihood at these input types,
+    or None."""
     theta = jax.ShapeDtypeStruct((dim,), dtype)
     closed = jax.make_jaxpr(model.log_likelihood)(theta, record_avals)
     found = _split_at_eta(closed)
-    if found is None:
-        return None
-    return closed, jax.tree.structure(record_avals), found[0], found[1]
+    return None if found is None else (closed, *found)
 
 
 def _avals(record: dict) -> dict:
@@ -209,71 +212,57 @@ def glm_form_of(model: Model, dataset: Dataset) -> Optional[Model]:
     """The model with a :class:`~dpjax.models.GLM` structure if its record log-likelihood is
     provably a function of one affine scalar of theta (the section's comment), else None. Only
     for a model that declares no structure; the same object for the same model."""
-    from ..models.structure import GLM
+    return _recognised_once(_GLM_CACHE, model, dataset, _recognise_glm)
 
-    if isinstance(model, QuadraticModel) or model.glm is not None or model.record_grad_norms is not None or model.weighted_grad_sum is not None:
-        return None
-    key = (model, tuple(sorted((k, np.asarray(v).shape[1:], np.asarray(v).dtype.str) for k, v in dataset.fields.items())))
-    if key in _GLM_CACHE:
-        return _GLM_CACHE[key]
+
+def _recognise_glm(model: Model, dataset: Dataset) -> Optional[Model]:
     d = model.dim
-    found = None
     with jax.enable_x64(True):
-        record = {k: np.asarray(v)[0].astype(np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)[0]
-                  for k, v in dataset.fields.items()}
+        record = float64_fields({k: np.asarray(v)[0] for k, v in dataset.fields.items()})
         try:
             traced = _traced(model, d, jnp.float64, _avals(record))
         except Exception:  # a model JAX cannot trace this way is simply not recognised
             traced = None
-    if traced is not None:
-        closed, treedef, eta_var, affine = traced
-        used = _tail_fields(closed, treedef, affine)
+    if traced is None:
+        return None
+    closed, eta_var, affine = traced
+    used = _tail_fields(closed, sorted(record), affine)  # a dict's leaves: its fields in sorted order
+    traced_at: dict = {}  # the program at each set of input types the loss is traced at (once each, not per use)
 
-        def eta_of(theta, fields):  # float64, one record
-            out = _evaluate(closed, [theta] + jax.tree.leaves(fields), stop_at=eta_var)
-            return jnp.reshape(out, ())
+    def eta_of(theta, fields):  # float64, one record
+        out = _evaluate(closed, [theta] + jax.tree.leaves(fields), stop_at=eta_var)
+        return jnp.reshape(out, ())
 
-        def design(fields):
-            with jax.enable_x64(True):
-                f64 = {k: (np.asarray(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)) for k, v in fields.items()}
-                grad = jax.vmap(jax.grad(eta_of), in_axes=(None, 0))(jnp.zeros(d, jnp.float64), f64)
-                return np.asarray(grad, np.float64)
+    def etas(fields):
+        """(gradients (n, d), values (n,)) of eta at theta = 0 for every record, in float64."""
+        with jax.enable_x64(True):
+            value, grad = jax.vmap(jax.value_and_grad(eta_of), in_axes=(None, 0))(jnp.zeros(d, jnp.float64), float64_fields(fields))
+            return np.asarray(grad, np.float64), np.asarray(value, np.float64)
 
-        def response(fields):
-            with jax.enable_x64(True):
-                f64 = {k: (np.asarray(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v)) for k, v in fields.items()}
-                offset = jax.vmap(eta_of, in_axes=(None, 0))(jnp.zeros(d, jnp.float64), f64)
-            return {"fields": {k: np.asarray(fields[k]) for k in used}, "offset": np.asarray(offset, np.float64)}
+    def response(fields):
+        return {"fields": {k: np.asarray(fields[k]) for k in used}, "offset": etas(fields)[1]}
 
-        def loss(y, eta):
-            fields = dict(y["fields"])
-            # fields the loss does not read: placeholders of their shape (their value reaches nothing)
-            full = {k: fields.get(k, jnp.zeros(a.shape, jax.dtypes.canonicalize_dtype(a.dtype))) for k, a in _avals(record).items()}
-            full = {k: (v.astype(jnp.result_type(eta)) if jnp.issubdtype(jnp.result_type(v), jnp.floating) else v) for k, v in full.items()}
-            again = _traced(model, d, jnp.result_type(eta), _avals(full))
-            if again is None:
-                raise ValueError(f"model {model.name!r}: its log-likelihood is not a GLM at dtype {jnp.result_type(eta)} (it was at float64)")
-            closed_t, _, eta_t, affine_t = again
-            total = jnp.reshape(eta + y["offset"].astype(jnp.result_type(eta)), eta_t.aval.shape)
-            theta_unused = jnp.zeros(d, jnp.result_type(eta))
-            (out,) = _evaluate(closed_t, [theta_unused] + jax.tree.leaves(full), skip=affine_t, given={eta_t: total})
-            return -out
+    def loss(y, eta):
+        dtype = jnp.result_type(eta)
+        # fields the loss does not read: placeholders of their shape (their value reaches nothing)
+        full = {k: y["fields"].get(k, jnp.zeros(a.shape, jax.dtypes.canonicalize_dtype(a.dtype))) for k, a in _avals(record).items()}
+        full = {k: (v.astype(dtype) if jnp.issubdtype(jnp.result_type(v), jnp.floating) else v) for k, v in full.items()}
+        types = (jnp.dtype(dtype),) + tuple((k, a.shape, a.dtype) for k, a in _avals(full).items())
+        if types not in traced_at:
+            traced_at[types] = _traced(model, d, dtype, _avals(full))
+        if traced_at[types] is None:
+            raise ValueError(f"model {model.name!r}: its log-likelihood is not a GLM at dtype {dtype} (it was at float64)")
+        closed_t, eta_t, affine_t = traced_at[types]
+        total = jnp.reshape(eta + y["offset"].astype(dtype), eta_t.aval.shape)
+        (out,) = _evaluate(closed_t, [jnp.zeros(d, dtype)] + jax.tree.leaves(full), skip=affine_t, given={eta_t: total})
+        return -out
 
-        found = model.with_structure(glm=GLM(loss=loss, design=design, response=response))
-    if len(_GLM_CACHE) > 64:
-        _GLM_CACHE.pop(next(iter(_GLM_CACHE)))
-    _GLM_CACHE[key] = found
-    return found
+    return model.with_structure(glm=GLM(loss=loss, design=lambda fields: etas(fields)[0], response=response))
 
 
-def _tail_fields(closed, treedef, affine) -> list:
+def _tail_fields(closed, field_names: list, affine) -> list:
     """The record fields the program reads outside its affine part (the loss's inputs)."""
-    names = jax.tree.unflatten(treedef, list(range(treedef.num_leaves)))
-    leaf_var = dict(zip(closed.jaxpr.invars[1:], jax.tree.leaves(names)))
-    order = {i: k for k, i in names.items()}
-    read = set()
-    for k, eqn in enumerate(closed.jaxpr.eqns):
-        if k not in affine:
-            read.update(leaf_var[v] for v in eqn.invars if not _is_literal(v) and v in leaf_var)
-    read.update(leaf_var[v] for v in closed.jaxpr.outvars if not _is_literal(v) and v in leaf_var)
-    return [order[i] for i in sorted(read)]
+    field_of = dict(zip(closed.jaxpr.invars[1:], field_names))
+    read = {field_of[v] for k, eqn in enumerate(closed.jaxpr.eqns) if k not in affine for v in eqn.invars if not _is_literal(v) and v in field_of}
+    read |= {field_of[v] for v in closed.jaxpr.outvars if not _is_literal(v) and v in field_of}
+    return sorted(read)

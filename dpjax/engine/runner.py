@@ -139,8 +139,8 @@ def recognised_model(engine: str, model: Model, pair: NeighbouringPair) -> Model
         found = quadratic_form_of(model, pair.dataset)
         if found is not None:
             return found
-    if engine in ("auto", "glm", "pallas-glm") and not QuadraticGradients.supports(model) and glm_of(model) is None:
-        found = glm_form_of(model, pair.dataset)
+    if engine in ("auto", "glm", "pallas-glm"):
+        found = glm_form_of(model, pair.dataset)  # None for a model that declares its structure
         if found is not None:
             return found
     return model

@@ -178,7 +178,12 @@ def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, nu
 
 def _float64_rows(dataset, rows: np.ndarray) -> dict:
     """The fields of the records ``rows``, floating fields in float64 (the checks' precision)."""
-    fields = {k: np.asarray(v)[rows] for k, v in dataset.fields.items()}
+    return float64_fields({k: np.asarray(v)[rows] for k, v in dataset.fields.items()})
+
+
+def float64_fields(fields: Fields) -> dict:
+    """``fields`` as numpy arrays, the floating ones in float64 (the others as they are)."""
+    fields = {k: np.asarray(v) for k, v in fields.items()}
     return {k: (v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v) for k, v in fields.items()}
 
 
