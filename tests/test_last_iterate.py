@@ -14,7 +14,7 @@ import pytest
 from scipy import optimize, special
 
 from dpjax.accountants import ConstantsUnavailable, last_iterate_curve, last_iterate_gdp_mu
-from dpjax.accountants import analytic_gaussian_epsilon
+from dpjax.accountants import analytic_gaussian_epsilon, noisy_sgd_curve, pld_curve
 from dpjax.accountants.mechanisms import mixture
 from dpjax.accountants.samplers import exact
 from dpjax.accountants.samplers import last_iterate as li
@@ -311,6 +311,45 @@ def test_auto_is_never_worse_than_composition_poisson():
     # for many steps the strongly convex hidden-state bound takes over even without amplification
     si_only = last_iterate_curve(0.1, 0.5, steps, method="shifted-interpolation", **kw)
     assert float(auto.epsilon(1e-5)[-1]) == pytest.approx(min(float(si_only.epsilon(1e-5)[-1]), float(comp.epsilon(1e-5)[-1])), rel=1e-12)
+
+
+def test_poisson_composition_is_the_tighter_of_pld_and_rdp_checked_against_dp_accounting():
+    """Issue 22: "auto" is never worse than PLD or RDP composition of the same run. For Poisson
+    batches composition is the subsampled Gaussian (multiplier b sigma / Delta, q = b / n,
+    add/remove) composed by both accountants; each eps is the smaller, and the PLD side agrees
+    with dp_accounting's own pessimistic PLD (an independent implementation) to its grid."""
+    dpa_pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    kw = dict(dataset_size=1000, gradient_sensitivity=1.0, smoothness=5.0, strong_convexity=0.5, batching="poisson", batch_size=50)
+    steps = np.array([1, 10, 100])
+    multiplier, q = 50 * 0.02 / 1.0, 0.05
+    comp = last_iterate_curve(0.1, 0.02, steps, method="composition", **kw)
+    auto = last_iterate_curve(0.1, 0.02, steps, **kw)
+    rdp_only = last_iterate_curve(0.1, 0.02, steps, method="composition", poisson_composition="rdp", **kw)
+    for delta in (1e-3, 1e-6):
+        rdp = np.array([float(noisy_sgd_curve(multiplier, q, int(t)).epsilon(delta)) for t in steps])
+        pld = np.array([float(pld_curve(multiplier, q, int(t)).epsilon(delta)) for t in steps])
+        assert np.allclose(comp.epsilon(delta), np.minimum(rdp, pld), rtol=1e-12, atol=0)
+        assert np.all(auto.epsilon(delta) <= np.minimum(rdp, pld) + 1e-12)
+        assert np.allclose(rdp_only.epsilon(delta), rdp, rtol=1e-12, atol=0)
+        assert np.all(pld < rdp)  # the PLD accountant is what tightens it here
+        for t, ours in zip(steps, pld):
+            theirs = dpa_pld.from_gaussian_mechanism(multiplier, sampling_prob=q, value_discretization_interval=1e-4,
+                                                     pessimistic_estimate=True).self_compose(int(t)).get_epsilon_for_delta(delta)
+            assert ours == pytest.approx(theirs, abs=2e-3)  # both on the 1e-4 grid, composed T times
+    assert "PLD composition" in comp.provenance.result and "pld_curve" in auto.provenance.result
+    assert "pld_curve" not in rdp_only.provenance.result
+
+
+def test_poisson_composition_beyond_the_pld_grid_keeps_rdp_and_says_so():
+    """Multiplier 0.02: one step's loss range exceeds the PLD grid. The RDP composition stands
+    alone (a valid bound) and the provenance names why the PLD one is missing."""
+    kw = dict(dataset_size=1000, gradient_sensitivity=1.0, smoothness=5.0, batching="poisson", batch_size=10)
+    curve = last_iterate_curve(0.1, 0.002, 10, method="composition", **kw)
+    rdp = float(noisy_sgd_curve(0.02, 0.01, 10).epsilon(1e-5))
+    assert float(curve.epsilon(1e-5)) == pytest.approx(rdp, rel=1e-12)
+    assert "PLD composition unavailable" in curve.provenance.result and "RDP composition alone" in curve.provenance.result
+    with pytest.raises(ValueError, match="poisson_composition='exact'"):
+        last_iterate_curve(0.1, 0.002, 10, poisson_composition="exact", **kw)
 
 
 def test_gdp_epsilon_inverts_the_gdp_profile():
