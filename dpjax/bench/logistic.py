@@ -14,6 +14,9 @@ over chains with a per-chain key split every step, the same data, batch size and
   clipping; the clipped row's cost is dpjax's alone). Medians over ``--repeats``.
 * ``compile``: seconds to compile one coupled step (the first call of a fresh shape: d = 20,
   80, 320) against the seconds blackjax's step takes to compile.
+* ``b128 (general model)`` (float32) and ``compile (general model)`` (the largest d): the same
+  logistic regression written as a plain :class:`dpjax.Model`, no GLM declaration, which the
+  engine recognises as a GLM (:func:`dpjax.engine.detect.glm_form_of`).
 
 A pair-step advances two chains and the path loss: 1x is twice blackjax's work per second.
 """
@@ -88,13 +91,28 @@ def _sampler(row: str, batch_size: int):
     return samplers.sgld(STEP_SIZE, batching="uniform", batch_size=batch_size, clip_norm=CLIP if row == "clipped" else None)
 
 
-def throughput(row: str, dtype, *, n: int, d: int, chains: int, steps: int, batch_size: int, repeats: int, seed: int = 0) -> dict:
-    """One row: dpjax's and blackjax's medians (alternating, after one untimed compiling call)."""
+def _general_model(d: int):
+    """Logistic regression written as a plain ``dpjax.Model`` (no GLM declaration), as a user
+    would: the engine must recognise its GLM form (dpjax.engine.detect.glm_form_of)."""
+    import dpjax
+
+    def log_likelihood(theta, record):
+        z = jnp.dot(record["x"], theta)
+        return record["y"] * z - jax.nn.softplus(z)
+
+    return dpjax.Model(log_likelihood=log_likelihood, log_prior=lambda t: -0.5 * jnp.sum(t**2), dim=d, name=f"logistic_general_{d}")
+
+
+def throughput(row: str, dtype, *, n: int, d: int, chains: int, steps: int, batch_size: int, repeats: int, seed: int = 0,
+               form: str = "declared") -> dict:
+    """One row: dpjax's and blackjax's medians (alternating, after one untimed compiling call).
+    ``form``: "declared" (the library's model, a declared GLM) or "general" (the same model
+    written as a plain Model, recognised as a GLM by the engine)."""
     import dpjax
 
     x, y = _data(n, d, seed)
     pair = _pair(x, y)
-    model = dpjax.models.logistic_regression(1.0, d)
+    model = dpjax.models.logistic_regression(1.0, d) if form == "declared" else _general_model(d)
     sampler = _sampler(row, batch_size)
     x64 = dtype == "float64"
     jdtype = jnp.float64 if x64 else jnp.float32
@@ -115,21 +133,25 @@ def throughput(row: str, dtype, *, n: int, d: int, chains: int, steps: int, batc
         ours.append(chains * steps / res.config["run_seconds"])
         theirs.append(chains * steps / their_seconds)
     mine, base = statistics.median(ours), statistics.median(theirs)
-    return {"row": row, "dtype": dtype, "records": n, "dim": d, "chains": chains, "steps": steps,
+    return {"row": row if form == "declared" else f"{row} (general model)", "dtype": dtype, "records": n, "dim": d, "chains": chains, "steps": steps,
             "batch_size": None if row == "full" else batch_size, "clip_norm": CLIP if row == "clipped" else None, "engine": engine,
             "pair_steps_per_s": mine, "blackjax_chain_steps_per_s": base, "pair_over_blackjax": mine / base,
             "pair_steps_per_s_all": ours, "blackjax_chain_steps_per_s_all": theirs, "nonfinite_pairs": nonfinite}
 
 
-def compile_seconds(d: int, *, n: int, batch_size: int, chains: int = 64) -> dict:
-    """Seconds to compile one coupled step of a fresh shape (dpjax) and blackjax's step."""
+def compile_seconds(d: int, *, n: int, batch_size: int, chains: int = 64, form: str = "declared") -> dict:
+    """Seconds to compile one coupled step of a fresh shape (dpjax) and blackjax's step
+    (``form`` as in :func:`throughput`)."""
     import dpjax
 
     x, y = _data(n, d)
     # a model object of its own: nothing compiled for another run is reused
-    model = dpjax.Model(log_likelihood=dpjax.models.logistic_regression(1.0, d).log_likelihood,
-                        log_prior=lambda t: -0.5 * jnp.sum(t**2), dim=d, name=f"logistic_{d}",
-                        glm=dpjax.models.logistic_regression(1.0, d).glm)
+    if form == "declared":
+        model = dpjax.Model(log_likelihood=dpjax.models.logistic_regression(1.0, d).log_likelihood,
+                            log_prior=lambda t: -0.5 * jnp.sum(t**2), dim=d, name=f"logistic_{d}",
+                            glm=dpjax.models.logistic_regression(1.0, d).glm)
+    else:
+        model = _general_model(d)
     res = dpjax.run_coupled(0, model, _pair(x, y), _sampler("b128", batch_size), num_pairs=chains, num_steps=2, progress=False)
     with jax.enable_x64(True):
         fn = _blackjax_run(x, y, chains, 2, batch_size, jnp.float64)
@@ -137,7 +159,8 @@ def compile_seconds(d: int, *, n: int, batch_size: int, chains: int = 64) -> dic
         fn.lower(jax.random.key(0)).compile()
         theirs = time.perf_counter() - start
     ours = res.config["compile_seconds"]
-    return {"row": "compile", "dim": d, "engine": res.config["engine"], "compile_seconds": ours, "blackjax_compile_seconds": theirs,
+    return {"row": "compile" if form == "declared" else "compile (general model)", "dim": d, "engine": res.config["engine"],
+            "compile_seconds": ours, "blackjax_compile_seconds": theirs,
             "compile_over_blackjax": ours / theirs}
 
 
@@ -150,6 +173,10 @@ def run_rows(args) -> dict:
         rows.append(throughput("clipped", dtype, n=n, d=d, chains=args.chains, steps=args.steps, batch_size=b, repeats=args.repeats))
         rows.append(throughput("full", dtype, n=n, d=d, chains=max(1, args.chains // 2), steps=max(1, args.steps // 10), batch_size=b,
                                repeats=args.repeats))
+    # the same model written as a plain Model: recognised as a GLM by the engine (float32 b = 128 and d = 320's compile)
+    rows.append(throughput("b128", "float32", n=n, d=d, chains=args.chains, steps=args.steps, batch_size=b, repeats=args.repeats,
+                           form="general"))
     for dim in args.compile_dims:
         rows.append(compile_seconds(dim, n=n, batch_size=b))
+    rows.append(compile_seconds(max(args.compile_dims), n=n, batch_size=b, form="general"))
     return {"workload": "logistic", "devices": len(jax.devices()), "backend": jax.default_backend(), "rows": rows}
