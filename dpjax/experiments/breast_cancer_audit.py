@@ -187,26 +187,30 @@ def temperature_for(noise_multiplier: float, step_size: float, clip: float, rate
     return noise_multiplier**2 * clip**2 * step_size / (2.0 * rate**2)
 
 
-def accountant_bounds(steps, noise_multiplier: float, rate: float, delta: float) -> dict:
-    """eps(delta) per step count from the accountants: RDP always; PLD where this build has it."""
+def accountant_curves(steps, noise_multiplier: float, rate: float) -> dict:
+    """The accountants' curves per step count, {"RDP accountant": {t: curve}, "PLD accountant":
+    {t: curve}}: computed once, read by the JSON's numbers (:func:`accountant_bounds`) and by
+    the audit's bound rows (the same curves, not a second computation)."""
+    from ..accountants import pld_curve
     from ..accountants.composition.rdp import noisy_sgd_curve
 
-    out = {"rdp": [float(noisy_sgd_curve(noise_multiplier, rate, int(t), adjacency="add-remove").epsilon(delta)) for t in steps]}
-    rdp = noisy_sgd_curve(noise_multiplier, rate, 1, adjacency="add-remove")
-    out["rdp_provenance"] = rdp.provenance.describe()
-    # PLD ACCOUNTANT (issue 13): dpjax.accountants.pld_curve(noise_multiplier, sampling_rate, steps,
-    # adjacency="add-remove", sampling="poisson") -> PrivacyCurve (pessimistic). Reported beside RDP
-    # as soon as the build has it; until then the JSON says why it is missing.
-    try:
-        from ..accountants import pld_curve
-    except ImportError:
-        out["pld"] = None
-        out["pld_note"] = "dpjax.accountants.pld_curve is not in this build (issue 13): only the RDP bound is reported"
-    else:
-        curves = [pld_curve(noise_multiplier, rate, int(t), adjacency="add-remove", sampling="poisson") for t in steps]
-        out["pld"] = [float(c.epsilon(delta)) for c in curves]
-        out["pld_provenance"] = curves[0].provenance.describe()
-    return out
+    return {
+        "RDP accountant": {int(t): noisy_sgd_curve(noise_multiplier, rate, int(t), adjacency="add-remove") for t in steps},
+        "PLD accountant": {int(t): pld_curve(noise_multiplier, rate, int(t), adjacency="add-remove", sampling="poisson") for t in steps},
+    }
+
+
+def accountant_bounds(steps, noise_multiplier: float, rate: float, delta: float, curves: dict | None = None) -> dict:
+    """eps(delta) per step count from the RDP and PLD accountants (``curves``: from
+    :func:`accountant_curves`, computed here when not given)."""
+    curves = accountant_curves(steps, noise_multiplier, rate) if curves is None else curves
+    rdp, pld = curves["RDP accountant"], curves["PLD accountant"]
+    return {
+        "rdp": [float(rdp[int(t)].epsilon(delta)) for t in steps],
+        "rdp_provenance": rdp[int(steps[0])].provenance.describe(),
+        "pld": [float(pld[int(t)].epsilon(delta)) for t in steps],
+        "pld_provenance": pld[int(steps[0])].provenance.describe(),
+    }
 
 
 def test_accuracy(model, thetas, x_test, y_test) -> np.ndarray:
@@ -260,13 +264,14 @@ def run(args) -> tuple:
     x = np.vstack([canary["x"][None, :], data["x_train"]])
     y = np.concatenate([[canary["y"]], data["y_train"]])
     pair = add_remove(make_dataset(x=x, y=y), 0)  # D = records + canary (slot 0), D' = records
-    with stage("accountants' bounds (RDP" + (", PLD" if _has_pld() else "") + f") at steps {', '.join(map(str, p['steps']))}"):
-        bounds = accountant_bounds(p["steps"], p["sigma"], p["rate"], p["delta"])
+    with stage(f"accountants' bounds (RDP, PLD) at steps {', '.join(map(str, p['steps']))}"):
+        curves = accountant_curves(p["steps"], p["sigma"], p["rate"])
+        bounds = accountant_bounds(p["steps"], p["sigma"], p["rate"], p["delta"], curves)
     num_steps = p["steps"][-1]
     with stage(f"{p['pairs']:,} coupled chain pairs, {num_steps:,} steps of noisy clipped SGLD on {x.shape[0]} records (d = {model.dim})"):
         report = audit(
             model, pair, sampler, num_pairs=p["pairs"], num_steps=num_steps, record_steps=p["steps"], delta=p["delta"],
-            bounds=_bound_specs(p), confidence=CONFIDENCE, seed=seed, path_loss=False, statistic=canary["statistic"], fits=False,
+            bounds=_bound_specs(curves), confidence=CONFIDENCE, seed=seed, path_loss=False, statistic=canary["statistic"], fits=False,
         )
     with stage("test accuracy of every chain's iterate"):
         fin = report.coupled.finite_only()
@@ -302,29 +307,15 @@ def run(args) -> tuple:
                     smallest_gradient_norm_over_clip=canary.get("smallest_norm_over_clip"),
                     statistic="projection on the canary's clipped gradient" if canary["kind"] == "gradient" else "the audit's default",
                     adjacency="add/remove (D has the canary, D' not)"),
-        accountants=dict(rdp=bounds["rdp_provenance"], pld=bounds.get("pld_provenance") or bounds.get("pld_note")),
+        accountants=dict(rdp=bounds["rdp_provenance"], pld=bounds["pld_provenance"]),
         seconds=time.perf_counter() - t0,
     )
     return results, figure(results)
 
 
-def _has_pld() -> bool:
-    try:
-        from ..accountants import pld_curve  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _bound_specs(p) -> dict:
-    from ..accountants.composition.rdp import noisy_sgd_curve
-
-    specs = {"RDP accountant": lambda t: noisy_sgd_curve(p["sigma"], p["rate"], int(t), adjacency="add-remove")}
-    if _has_pld():
-        from ..accountants import pld_curve
-
-        specs["PLD accountant"] = lambda t: pld_curve(p["sigma"], p["rate"], int(t), adjacency="add-remove", sampling="poisson")
-    return specs
+def _bound_specs(curves: dict) -> dict:
+    """The audit's bound rows: each accountant's curve at a recorded step count."""
+    return {name: (lambda t, by_steps=by_steps: by_steps[int(t)]) for name, by_steps in curves.items()}
 
 
 def _ceiling(table) -> float:
