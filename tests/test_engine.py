@@ -323,9 +323,13 @@ def test_cpu_pair_blocks_change_no_number(monkeypatch):
     quadratic = provider_for(bayesian_linear_regression(1.0, 0.5), _pairs(1, True), "quadratic", jnp.float64, samplers.ula(0.01))[0]
     assert runner._rows_per_step(quadratic, samplers.ula(0.01), 23) == 1  # full batches read the tables' sums only
     assert runner._rows_per_step(quadratic, samplers.ula(0.01, clip_norm=1.0), 23) == 23
-    model = bayesian_linear_regression(1.0, 0.5, dim=3)
-    pair = _pairs(3, False)
-    kw = dict(num_pairs=130, num_steps=20, record_steps=[5, 20], progress=False, init=lambda k: jax.random.normal(k, (3,)), engine="reference")
+    # d = 4: one step a group of normal draws in float64 (at d = 3 the loop held two unrolled
+    # copies of the step, compiled twice: once plain, once blocked); the blocks do not read d
+    dim = 4
+    assert reference.steps_per_group(dim, jnp.float64, runner.default_unroll()) == 1 or not on_cpu
+    model = bayesian_linear_regression(1.0, 0.5, dim=dim)
+    pair = _pairs(dim, False)
+    kw = dict(num_pairs=130, num_steps=20, record_steps=[5, 20], progress=False, init=lambda k: jax.random.normal(k, (dim,)), engine="reference")
     sampler = samplers.sgld(0.002, batching="uniform", batch_size=3)
     plain = dpjax.run_coupled(4, model, pair, sampler, **kw)
     assert plain.config["pair_block"] is None

@@ -6,6 +6,8 @@ in float64, 2e-4 in float32 (sums in another order over up to 40 steps).
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,18 +15,24 @@ import pytest
 
 import dpjax
 from dpjax import samplers
-from dpjax.engine import runner
+from dpjax.engine import reference, runner
 from dpjax.engine.compiles import count_compilations
 from dpjax.engine.gradients import BatchedGradients, GLMGradients, poisson_capacity, provider_for
 from dpjax.models import GLM, bayesian_linear_regression, logistic_regression, mlp_classifier
 
-N, DIM = 29, 3
+# d = 4 fills whole Philox blocks of normals in both dtypes (2 float64 or 4 float32 normals a
+# block), so the XLA loop holds one copy of the step (reference.steps_per_group == 1 on CPU); at
+# d = 3 it held 2 (float64) or 4 (float32) unrolled copies, and a case's time is all XLA
+# compiling them (a float32 case's three programs 3x the size, compiled 2.5x longer). Steps
+# grouped on shared blocks are the same loop for every gradient provider: GROUPED_DIM keeps one
+# equality case on them (test_engine.py compares the grouped loop's paths at d = 1, 2, 3).
+N, DIM, GROUPED_DIM = 29, 4, 3
 
 
-def _logistic_pair(adjacency: str, seed: int = 0):
+def _logistic_pair(adjacency: str, seed: int = 0, dim: int = DIM):
     rs = np.random.default_rng(seed)
     with jax.enable_x64(True):
-        x = rs.normal(size=(N, DIM)) * 1.5
+        x = rs.normal(size=(N, dim)) * 1.5
         y = (rs.uniform(size=N) < 0.5).astype(np.float64)
         data = dpjax.make_dataset(x=x, y=y)
         if adjacency == "add-remove":
@@ -59,28 +67,32 @@ def _init(k):
 
 
 CASES = [
-    # batching, clip norm, dtype, adjacency: every batching, with and without clipping, both
-    # dtypes and both adjacencies (the float32 cases are marked slow: same code, other dtype)
-    ("full", None, jnp.float64, "replace-one"),
-    ("uniform", 0.5, jnp.float64, "add-remove"),
-    ("without-replacement", 0.5, jnp.float64, "replace-one"),
-    ("poisson", None, jnp.float64, "add-remove"),
-    ("poisson", 0.5, jnp.float64, "replace-one"),
-    ("reshuffle", None, jnp.float64, "add-remove"),
-    ("cyclic", 0.5, jnp.float64, "replace-one"),
-    ("uniform", None, jnp.float32, "replace-one"),
-    pytest.param("full", 0.5, jnp.float32, "add-remove", marks=pytest.mark.slow),
-    pytest.param("poisson", 0.5, jnp.float32, "replace-one", marks=pytest.mark.slow),
-    pytest.param("cyclic", None, jnp.float32, "add-remove", marks=pytest.mark.slow),
+    # batching, clip norm, dtype, adjacency, d: every batching, with and without clipping, both
+    # dtypes and both adjacencies (the float32 cases are marked slow: same code, other dtype);
+    # the cyclic float64 case runs steps grouped on shared Philox blocks (d = 3: 2 a group)
+    ("full", None, jnp.float64, "replace-one", DIM),
+    ("uniform", 0.5, jnp.float64, "add-remove", DIM),
+    ("without-replacement", 0.5, jnp.float64, "replace-one", DIM),
+    ("poisson", None, jnp.float64, "add-remove", DIM),
+    ("poisson", 0.5, jnp.float64, "replace-one", DIM),
+    ("reshuffle", None, jnp.float64, "add-remove", DIM),
+    ("cyclic", 0.5, jnp.float64, "replace-one", GROUPED_DIM),
+    ("uniform", None, jnp.float32, "replace-one", DIM),
+    pytest.param("full", 0.5, jnp.float32, "add-remove", DIM, marks=pytest.mark.slow),
+    pytest.param("poisson", 0.5, jnp.float32, "replace-one", DIM, marks=pytest.mark.slow),
+    pytest.param("cyclic", None, jnp.float32, "add-remove", DIM, marks=pytest.mark.slow),
 ]
 
 
-@pytest.mark.parametrize("batching,clip,dtype,adjacency", CASES)
-def test_glm_and_batched_paths_equal_the_reference(batching, clip, dtype, adjacency):
-    model = logistic_regression(1.0, DIM)
-    pair = _logistic_pair(adjacency)
+@pytest.mark.parametrize("batching,clip,dtype,adjacency,dim", CASES)
+def test_glm_and_batched_paths_equal_the_reference(batching, clip, dtype, adjacency, dim):
+    model = logistic_regression(1.0, dim)
+    pair = _logistic_pair(adjacency, dim=dim)
     sampler = _sampler(batching, clip)
-    runs = {e: dpjax.run_coupled(11, model, pair, sampler, engine=e, dtype=dtype, init=_init, **KW) for e in ("reference", "glm", "batched")}
+    if jax.default_backend() == "cpu":  # one copy of the step in the loop, two on the grouped case
+        assert reference.steps_per_group(dim, jnp.dtype(dtype), runner.default_unroll()) == (2 if dim == GROUPED_DIM else 1)
+    init = lambda k: jax.random.normal(k, (dim,))
+    runs = {e: dpjax.run_coupled(11, model, pair, sampler, engine=e, dtype=dtype, init=init, **KW) for e in ("reference", "glm", "batched")}
     ref = runs["reference"]
     assert ref.num_nonfinite == 0
     assert np.abs(ref.path_loss[-1]).max() > 0  # the differing record was used
@@ -122,6 +134,15 @@ def _general_logistic(with_norms, fused: bool = False):
     return model.with_structure(weighted_grad_sum=weighted_grad_sum) if fused else model
 
 
+@functools.lru_cache(maxsize=None)
+def _hook_reference(batching: str):
+    """The reference path's run for test_batched_path_with_and_without_a_norm_hook, once per
+    batching (per process): it differentiates log_likelihood record by record (Model.record_grad)
+    and never reads a norm or fused-sum hook, so the three models' reference runs are one run."""
+    return dpjax.run_coupled(2, _general_logistic(False), _logistic_pair("replace-one", seed=3), _sampler(batching, 0.3), engine="reference",
+                             init=_init, **KW)
+
+
 @pytest.mark.parametrize("with_norms,batching", [(True, "uniform"), (False, "uniform"), (True, "poisson"), ("fused", "uniform"), ("fused", "poisson"),
                                                   pytest.param(False, "poisson", marks=pytest.mark.slow),
                                                   pytest.param(True, "full", marks=pytest.mark.slow),
@@ -132,7 +153,7 @@ def test_batched_path_with_and_without_a_norm_hook(with_norms, batching):
     model = _general_logistic(with_norms, fused=with_norms == "fused")
     pair = _logistic_pair("replace-one", seed=3)
     sampler = _sampler(batching, 0.3)
-    ref = dpjax.run_coupled(2, model, pair, sampler, engine="reference", init=_init, **KW)
+    ref = _hook_reference(batching)
     # without hooks the model is a GLM that "auto" would recognise (test_glm_recognition.py): this test is the batched path's
     got = dpjax.run_coupled(2, model, pair, sampler, engine="auto" if with_norms else "batched", init=_init, **KW)
     assert got.config["engine"] == "batched"

@@ -13,7 +13,7 @@ import pytest
 
 import dpjax
 from dpjax import samplers
-from dpjax.engine import pallas_glm, reference
+from dpjax.engine import pallas_glm, pallas_kernel, randomness as rng, reference
 from dpjax.engine.gradients import provider_for
 from dpjax.models.logistic import logistic_regression
 from dpjax.models.linear_regression import bayesian_linear_regression
@@ -102,11 +102,21 @@ def test_diverging_pairs_are_flagged_as_on_the_xla_path():
     assert np.array_equal(kernel.finite, xla.finite)
 
 
+# d of the checks below whose point is not the grouped draws: in float64 d = 3 groups 2 steps
+# on shared Philox blocks, and the kernel then holds 4 copies of the step (single steps up to
+# the first whole group, the group, single steps after), compiled 2x longer than d = 4's one
+# copy (one step a group); the grouped kernel is compared with the XLA path in CASES (d = 2,
+# float32) and with itself across chunks (test_chunks_compose_and_a_zero_count_changes_nothing).
+UNGROUPED_DIM = 4
+# d = 6 (float64): one step a group as well, and padded to 8 rows in the kernel, as d = 3 was
+PADDED_DIM = 6
+
+
 @pytest.mark.slow
 def test_kernel_equals_the_xla_glm_path_for_linear_regression():
     """Another loss (Gaussian, derivative beta (eta - y)) and a non-unit prior precision."""
-    model = bayesian_linear_regression(2.0, 0.5, dim=3)
-    pair = _logistic_pair(3, "replace-one")
+    model = bayesian_linear_regression(2.0, 0.5, dim=UNGROUPED_DIM)
+    pair = _logistic_pair(UNGROUPED_DIM, "replace-one")
     assert pallas_glm.unsupported_reason(model, samplers.ula(0.002)) is None
     xla, kernel = _both_paths(model, pair, samplers.sgld(0.002, batching="uniform", batch_size=6, clip_norm=1.0), jnp.float64, start=0, count=9)
     for got, want in zip(kernel[:3], xla[:3]):
@@ -192,7 +202,8 @@ def test_other_glms_equal_the_xla_path_and_lower_for_cuda(make_model):
     """Poisson regression (exp) and probit regression (normal log-cdf, derivative by autodiff):
     the kernel's numbers equal the XLA GLM path's in interpret mode; Poisson's derivative lowers
     to Triton, probit's (erf) does not in this JAX and unsupported_reason says so."""
-    dim = 3
+    dim = PADDED_DIM
+    assert rng.group_steps(dim, jnp.float64) == 1 and pallas_kernel._pow2(dim) > dim
     model = make_model(dim)
     pair = _logistic_pair(dim, "replace-one")  # 0/1 responses: valid counts and valid labels
     sampler = samplers.sgld(0.01, batching="uniform", batch_size=4, clip_norm=0.5)
@@ -241,8 +252,8 @@ def dataclass_with_prior(model, log_prior):
 def test_run_coupled_on_the_pallas_glm_path_equals_the_glm_path():
     """engine='pallas-glm' through run_coupled (the runner's dispatch, chunks, recordings) gives
     the XLA GLM path's numbers on CPU (interpret mode); 'auto' takes the kernel only on a GPU."""
-    model = logistic_regression(1.0, 3)
-    pair = _logistic_pair(3, "replace-one")
+    model = logistic_regression(1.0, UNGROUPED_DIM)
+    pair = _logistic_pair(UNGROUPED_DIM, "replace-one")
     sampler = samplers.sgld(0.01, batching="uniform", batch_size=4, clip_norm=0.5)
     kw = dict(num_pairs=5, num_steps=6, record_steps=[2, 6], dtype=jnp.float64, progress=False)
     with jax.default_matmul_precision("highest"):
