@@ -175,12 +175,24 @@ def space(points=5):
     return jnp.asarray(grid), tuple(tuple(float(v) for v in a) for a in (low, high, step))
 
 
+# One compiled program per piece, shared by the parametrisations: p is traced, as in
+# contamination_epsilon (a p closed over as a constant compiled the same search once per p).
+@functools.lru_cache(maxsize=None)
+def jitted_log_eta():
+    grid, bounds = space()
+    return jax.jit(lambda c, ph, p: log_eta(model(), c, ph, jnp.asarray(THETA_STAR), p, grid, 2, 40, bounds))
+
+
+@functools.lru_cache(maxsize=None)
+def jitted_log_mixture_extremes():
+    grid, bounds = space()
+    return jax.jit(lambda t, w, p: log_mixture_extremes(model(), t, w, jnp.asarray(THETA_STAR), p, grid, 40, 1, bounds))
+
+
 @pytest.mark.parametrize("centre_shift,phi,p", [(0.1, 0.3, 0.4), (-0.2, 1.2, 0.2), (0.0, 0.05, 0.0)])
 def test_log_eta_against_semi_analytic_brute_force(centre_shift, phi, p):
     centre = THETA_STAR + centre_shift * np.array([1.0, -1.0, 0.5, 1.0, -0.5])
-    grid, bounds = space()
-    got_eta, got_sup, got_inf = jax.jit(lambda c, ph: log_eta(model(), c, ph, jnp.asarray(THETA_STAR), p, grid, 2, 40, bounds))(
-        jnp.asarray(centre), jnp.asarray(phi))
+    got_eta, got_sup, got_inf = jitted_log_eta()(jnp.asarray(centre), jnp.asarray(phi), jnp.asarray(p))
     sup, inf = brute_force_log_eta(centre, phi, p)
     # both are maximisations that can only under-shoot the true extreme: agreement to 1e-8
     # from independent searches (a 5^4 grid + coordinate golden section vs a 21^4 grid +
@@ -196,9 +208,7 @@ def test_log_mixture_extremes_against_brute_force(p):
     thetas = THETA_STAR + 0.3 * rng.normal(size=(40, D))
     log_w = rng.normal(size=40)
     log_w -= special.logsumexp(log_w)
-    grid, bounds = space()
-    log_a, log_b = jax.jit(lambda t, w: log_mixture_extremes(model(), t, w, jnp.asarray(THETA_STAR), p, grid, 40, 1, bounds))(
-        jnp.asarray(thetas), jnp.asarray(log_w))
+    log_a, log_b = jitted_log_mixture_extremes()(jnp.asarray(thetas), jnp.asarray(log_w), jnp.asarray(p))
     a, b = brute_force_mixture(thetas, log_w, p)
     np.testing.assert_allclose(float(log_a), a, atol=1e-8)
     np.testing.assert_allclose(float(log_b), b, atol=1e-8)
@@ -246,6 +256,15 @@ def numpy_algorithm_1(records, z, p, delta, proposal_scale=2.0):
     return dict(theta_map=mode, phi=phi, log_eta=sup - inf, log_a=log_a, log_b=log_b, epsilon=sup - inf + log_a - log_b)
 
 
+@functools.lru_cache(maxsize=None)
+def jitted_dataset_estimate():
+    """One compilation for both rates (p traced)."""
+    grid, bounds = space()
+    return jax.jit(lambda r, zz, p: epsilon_for_dataset(
+        model(), r, zz, theta_star=jnp.asarray(THETA_STAR), contamination_rate=p, log_delta=math.log(1e-3), record_grid=grid,
+        record_chunk=64, theta_grid_size=2, record_bounds=bounds))
+
+
 @pytest.mark.parametrize("p", [0.4, 0.0])
 def test_epsilon_for_dataset_matches_numpy_brute_force(p):
     m = model()
@@ -253,10 +272,7 @@ def test_epsilon_for_dataset_matches_numpy_brute_force(p):
     key = jax.random.PRNGKey(11)
     records = np.asarray(m.simulate(key, jnp.asarray(THETA_STAR), n, p))
     z = np.asarray(jax.random.normal(jax.random.fold_in(key, 1), (num, D)))
-    grid, bounds = space()
-    got = jax.jit(lambda r, zz: epsilon_for_dataset(
-        m, r, zz, theta_star=jnp.asarray(THETA_STAR), contamination_rate=p, log_delta=math.log(1e-3), record_grid=grid,
-        record_chunk=64, theta_grid_size=2, record_bounds=bounds))(jnp.asarray(records), jnp.asarray(z))
+    got = jitted_dataset_estimate()(jnp.asarray(records), jnp.asarray(z), jnp.asarray(p))
     ref = numpy_algorithm_1(records, z, p, 1e-3)
     # MAP to ~1e-9 (both optimisers); the finite-difference Hessian moves particles by ~1e-8
     # relative, and phi with them; extremes agree to ~1e-8 (tests above)
@@ -264,15 +280,17 @@ def test_epsilon_for_dataset_matches_numpy_brute_force(p):
 
 
 def test_contamination_epsilon_accepts_zero_rate_and_rejects_negative():
+    # dataset_batch=20: the compiled batch of test_contamination_mean.py's logistic comparison
+    # (same model, n, m and grid), so whichever runs second loads it from the run's cache
     est = contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=0.0, delta=1e-3,
-                                num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=4,
+                                num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=20,
                                 tail_retries=0)
     assert est.num_failed == 0 and np.all(np.isfinite(est.epsilons)) and est.contamination_rate == 0.0
     assert est.num_unresolved_tail == int(np.sum(est.details["num_outside"] == 0))
     # a delta below most particles' weights leaves them all inside the box: those datasets'
     # tails are unresolved, counted per dataset, and a smaller delta never resolves more
     tiny = contamination_epsilon(model(), theta_star=THETA_STAR, num_records=200, contamination_rate=0.0, delta=1e-12,
-                                 num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=4,
+                                 num_datasets=4, num_particles=100, theta_grid_size=2, record_grid_per_axis=3, dataset_batch=20,
                                  tail_retries=0)
     assert tiny.num_unresolved_tail == int(np.sum(tiny.details["num_outside"] == 0)) >= 1
     assert np.all(tiny.details["num_outside"] <= est.details["num_outside"])

@@ -4,6 +4,7 @@ written numpy densities, on simulated records and on the compactified search's e
 Algorithm 1's pieces with and without the closed form; and the guard that turns a closed form
 out of its range into NaN (a failed dataset), never a wrong finite number."""
 import dataclasses
+import functools
 import math
 
 import jax
@@ -78,26 +79,36 @@ def test_mixture_density_matches_log_space_mixture(kind):
             assert np.max(err) <= 5e-14, (kind, p, float(np.max(err)))
 
 
+@functools.lru_cache(maxsize=None)
+def jitted_pieces(kind: str, closed_form: bool):
+    """Algorithm 1's pieces for one model, with or without its closed-form mixture density:
+    the likelihood sum at 30 thetas, its gradient, and the mixture extremes. Records, thetas,
+    weights and p are traced, so both rates of a model share one compiled program."""
+    m = MODELS[kind]()
+    model = m if closed_form else dataclasses.replace(m, mixture_density=None)
+    grid, low, high, step = model.record_space(3)
+    bounds = tuple(tuple(float(v) for v in a) for a in (low, high, step))
+    valid = jnp.arange(400) < 397  # a padded tail, as the chunked loop has
+
+    def pieces(records, thetas, log_w, p):
+        lik = jax.vmap(lambda t: _records_log_lik(model, records, valid, t, p))(thetas)
+        grad = jax.grad(lambda t: _records_log_lik(model, records, valid, t, p))(thetas[0])
+        extremes = log_mixture_extremes(model, thetas, log_w, jnp.asarray(THETA_STAR), p, jnp.asarray(grid), 40, 1, bounds)
+        return lik, grad, jnp.stack(extremes)
+
+    return jax.jit(pieces)
+
+
 @pytest.mark.parametrize("kind,p", [("cauchy", 0.3), ("cauchy", 0.0), ("logistic", 0.3), ("logistic", 0.0), ("linear", 0.4)])
 def test_algorithm1_pieces_agree_with_and_without_the_closed_form(kind, p):
     m = MODELS[kind]()
-    plain = dataclasses.replace(m, mixture_density=None)
     records = jnp.asarray(records_for(kind, m)[:400])
-    valid = jnp.arange(400) < 397  # a padded tail, as the chunked loop has
     rng = np.random.default_rng(2)
     thetas = jnp.asarray(THETA_STAR + 0.2 * rng.normal(size=(30, D)))
     log_w = rng.normal(size=30)
     log_w = jnp.asarray(log_w - special.logsumexp(log_w))
-
-    def pieces(model):
-        lik = jax.vmap(lambda t: _records_log_lik(model, records, valid, t, p))(thetas)
-        grad = jax.grad(lambda t: _records_log_lik(model, records, valid, t, p))(thetas[0])
-        grid, low, high, step = model.record_space(3)
-        bounds = tuple(tuple(float(v) for v in a) for a in (low, high, step))
-        extremes = log_mixture_extremes(model, thetas, log_w, jnp.asarray(THETA_STAR), p, jnp.asarray(grid), 40, 1, bounds)
-        return lik, grad, jnp.stack(extremes)
-
-    fast, slow = jax.jit(lambda: pieces(m))(), jax.jit(lambda: pieces(plain))()
+    args = (records, thetas, log_w, jnp.asarray(p))
+    fast, slow = jitted_pieces(kind, True)(*args), jitted_pieces(kind, False)(*args)
     np.testing.assert_allclose(np.asarray(fast[0]), np.asarray(slow[0]), rtol=1e-13)
     np.testing.assert_allclose(np.asarray(fast[1]), np.asarray(slow[1]), rtol=1e-10, atol=1e-10)
     # the sup/inf searches take the same path unless two candidates tie to rounding

@@ -464,7 +464,7 @@ def epsilon_for_dataset(
     ``records``: leading axis >= ``num_records`` (default: all of it), padded to a multiple of
     ``record_chunk``; the first ``num_records`` are the dataset and the last of them is the
     one left out in line 10. ``normals``: standard normal draws of shape (m, d) for the
-    particles. ``contamination_rate``, ``log_delta`` and ``num_records`` may be traced. Pure
+    particles. ``contamination_rate``, ``log_delta``, ``num_records`` and ``proposal_scale`` may be traced. Pure
     and vmappable; call it with float64 enabled.
 
     ``interpolation_nodes`` (d = 1 only): evaluate the potential exactly at this many Chebyshev
@@ -515,7 +515,7 @@ def epsilon_for_dataset(
     offsets = proposal_scale * jax.scipy.linalg.solve_triangular(chol.T, normals.T, lower=False).T
     thetas = theta_map + offsets
     log_q = (
-        -0.5 * d * math.log(2 * math.pi) - d * math.log(proposal_scale) + jnp.sum(jnp.log(jnp.diag(chol)))
+        -0.5 * d * math.log(2 * math.pi) - d * jnp.log(proposal_scale) + jnp.sum(jnp.log(jnp.diag(chol)))
         - 0.5 * jnp.sum(normals**2, axis=1)
     )
     if interpolation_nodes is None:
@@ -675,14 +675,14 @@ def _run_datasets(runner, indices: np.ndarray, batch: int, args: tuple, progress
 
 
 @functools.lru_cache(maxsize=16)
-def _batch_runner(model, padded: int, num_particles: int, proposal_scale: float, theta_grid_size: int, box_centre: str, record_chunk: int, interpolation_nodes,
+def _batch_runner(model, padded: int, num_particles: int, theta_grid_size: int, box_centre: str, record_chunk: int, interpolation_nodes,
                   record_bounds=None):
     """A jitted, vmapped Algorithm-1 run over a batch of dataset indices. Static: shapes and
-    the model; traced: theta*, n, p, log delta, the grid and the seed, so one compilation
-    serves a whole sweep over n (records live in a buffer of the padded length; only the
-    first n are simulated and read)."""
+    the model; traced: theta*, n, p, log delta, the grid, the seed and the proposal scale, so
+    one compilation serves a whole sweep over n and the widened reruns of unresolved tails
+    (records live in a buffer of the padded length; only the first n are simulated and read)."""
 
-    def one(k, root, theta_star, n, p, log_delta, grid):
+    def one(k, root, theta_star, n, p, log_delta, grid, proposal_scale):
         key = jax.random.fold_in(root, k)
         k_data, k_particles = jax.random.split(key)
         # one key per record (fold_in(k_data, i)): record i is the same draw whatever the
@@ -709,7 +709,7 @@ def _batch_runner(model, padded: int, num_particles: int, proposal_scale: float,
             record_bounds=record_bounds,
         )
 
-    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None, None, None)))
+    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None, None, None, None)))
 
 
 @float64
@@ -826,9 +826,9 @@ def contamination_epsilon(
         if isinstance(interpolation_nodes, bool) or not isinstance(interpolation_nodes, (int, np.integer)) or interpolation_nodes < 8:
             raise ValueError(f"interpolation_nodes={interpolation_nodes!r} violates interpolation_nodes an integer >= 8")
         interpolation_nodes = int(interpolation_nodes)
-    run_batch = _batch_runner(model, padded, m, s, int(theta_grid_size), box_centre, chunk, interpolation_nodes, record_bounds)
+    run_batch = _batch_runner(model, padded, m, int(theta_grid_size), box_centre, chunk, interpolation_nodes, record_bounds)
     args = (jax.random.PRNGKey(seed), jnp.asarray(theta_star), jnp.asarray(n), jnp.asarray(p), jnp.asarray(math.log(delta)), jnp.asarray(grid))
-    details = _run_datasets(run_batch, np.arange(k_sets), batch, args, f"contamination n={n}" if progress else None)
+    details = _run_datasets(run_batch, np.arange(k_sets), batch, (*args, jnp.asarray(s)), f"contamination n={n}" if progress else None)
     details["proposal_scale"] = np.full(k_sets, s)
     for attempt in range(1, tail_retries + 1):
         todo = np.flatnonzero(details["num_outside"] == 0)
@@ -837,8 +837,7 @@ def contamination_epsilon(
         # same records and normals (dataset k's keys), particles spread wider: the weights keep
         # the tail estimate valid for any scale, and farther particles can resolve it
         wider = s * TAIL_RETRY_WIDENING**attempt
-        rerun = _batch_runner(model, padded, m, wider, int(theta_grid_size), box_centre, chunk, interpolation_nodes, record_bounds)
-        for key, value in _run_datasets(rerun, todo, batch, args).items():
+        for key, value in _run_datasets(run_batch, todo, batch, (*args, jnp.asarray(wider))).items():
             details[key][todo] = value
         details["proposal_scale"][todo] = wider
     eps = np.asarray(details["epsilon"], dtype=float)
