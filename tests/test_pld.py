@@ -327,7 +327,8 @@ def test_chunk_budget_changes_no_number(monkeypatch):
 def test_new_values_of_the_same_shape_compile_nothing_new():
     """The device arrays of the accountant have shapes that depend on the batch only through
     buckets: two batches whose grids differ by a few blocks (37 against 36 blocks of one
-    direction here) reuse every compiled discretisation and assembly."""
+    direction here) reuse every compiled discretisation and assembly; so does a new grid
+    interval (1% coarser) of the same batch, and its Chernoff sums and compositions too."""
     from dpjax.accountants.composition import pld_accountant
 
     q, steps = np.full(4, 0.01), np.full(4, 50)
@@ -337,3 +338,10 @@ def test_new_values_of_the_same_shape_compile_nothing_new():
     eps, _ = pld_accountant.pld_epsilons(np.array([1.0, 1.1, 1.2, 1.3]) * 1.01, q, steps, 1e-5, value_discretization_interval=2e-4)
     assert [f._cache_size() for f in compiled] == before
     assert np.all(np.isfinite(eps))
+    # the grid interval is a traced value, not a static one: a new interval whose grids fall in
+    # the same buckets reuses every compiled program of the run (a calibration probes several)
+    compiled = compiled + (pld_accountant._chernoff_batch_step, pld_accountant._compose_batch)
+    before = [f._cache_size() for f in compiled]
+    eps_h, _ = pld_accountant.pld_epsilons(np.array([1.0, 1.1, 1.2, 1.3]), q, steps, 1e-5, value_discretization_interval=2e-4 * 1.01)
+    assert [f._cache_size() for f in compiled] == before
+    assert np.all(np.isfinite(eps_h))

@@ -52,7 +52,9 @@ tau_lo + R is removed from the top of the window (no tilt: this side's own floor
 discretisation error that :meth:`PLDBracket.epsilon` reports.
 
 Units: losses are in nats; ``step`` is the grid interval h (dp_accounting's
-``value_discretization_interval``).
+``value_discretization_interval``). In the jitted functions h is a traced value (its
+functions by jnp, not math): one compiled program serves every h whose arrays have the same
+shapes, so a calibration's probes on several grids compile nothing new.
 """
 from __future__ import annotations
 
@@ -105,7 +107,7 @@ def _discretise_one(kind: str, length: int, step: float, sigma, q, k_lo):
     # Split of a cell's P-mass keeping its Q-mass: the share a at the lower end solves
     # a e^{-l_k} + (1-a) e^{-l_{k+1}} = Q(cell)/P(cell), i.e. a = expm1(log(Q/P) + l_{k+1}) / expm1(h).
     ratio = jnp.where(jnp.isfinite(log_p_cell), log_q_cell - log_p_cell + losses[1:], 0.0)
-    share_low = jnp.clip(jnp.expm1(jnp.clip(ratio, 0.0, step)) / math.expm1(step), 0.0, 1.0)
+    share_low = jnp.clip(jnp.expm1(jnp.clip(ratio, 0.0, step)) / jnp.expm1(step), 0.0, 1.0)
     pess = jnp.zeros(length).at[:-1].add(share_low * p_cell).at[1:].add((1.0 - share_low) * p_cell)
     pess = pess.at[0].add(jnp.exp(p_cdf[0]))  # mass below the grid, moved up to its lowest point
     pess_inf = jnp.exp(p_sf[-1])  # mass above the grid -> +inf
@@ -137,7 +139,7 @@ def _discretise_block(kind: str, step: float, sigma, q, k_first, offset, cells):
     real = (cell >= 0) & (cell < cells)
     p_cell = jnp.where(real, jnp.exp(log_p_cell), 0.0)
     ratio = jnp.where(jnp.isfinite(log_p_cell), log_q_cell - log_p_cell + losses[1:], 0.0)
-    share_low = jnp.clip(jnp.expm1(jnp.clip(ratio, 0.0, step)) / math.expm1(step), 0.0, 1.0)
+    share_low = jnp.clip(jnp.expm1(jnp.clip(ratio, 0.0, step)) / jnp.expm1(step), 0.0, 1.0)
     # cell c's shares go to points c and c + 1 (cells -1 .. b - 1 onto points -1 .. b; the ends
     # are cut). Written as two scatter-adds: XLA on a CPU compiles the equivalent sum of two
     # offset slices to a loop 4x slower (measured)
@@ -188,7 +190,7 @@ def profile_on_grid(pmf, inf_mass, step: float):
     (S the suffix sums): all terms positive, so no cancellation."""
     s = jnp.cumsum(pmf[..., ::-1], axis=-1)[..., ::-1]  # S_k = sum_{i >= k} p_i
     s_next = jnp.concatenate([s[..., 1:], jnp.zeros_like(s[..., :1])], axis=-1)
-    d = _suffix_decayed(-math.expm1(-step) * s_next, math.exp(-step))
+    d = _suffix_decayed(-jnp.expm1(-step) * s_next, jnp.exp(-step))
     return inf_mass[..., None] + d, s
 
 
@@ -492,7 +494,7 @@ def epsilon_blocked(pmf, start, inf_mass, step: float, target, parallel: bool = 
     blk_mass = jnp.sum(blocks, axis=-1)
     blk_dec = blocks @ decay_in  # sum_i p_i e^{-(i - b0) h} within each block
     s_blk = jnp.cumsum(blk_mass[::-1])[::-1]  # S at each block start
-    h_blk = suffix(blk_dec, math.exp(-b * step))  # H at each block start
+    h_blk = suffix(blk_dec, jnp.exp(-b * step))  # H at each block start
     prof_blk = inf_mass + jnp.maximum(s_blk - h_blk, 0.0)  # delta(l_{b0})
     ok = jnp.concatenate([prof_blk, inf_mass[None]]) <= target  # the end of the window: delta = inf
     first_ok = jnp.argmax(ok)
@@ -506,9 +508,9 @@ def epsilon_blocked(pmf, start, inf_mass, step: float, target, parallel: bool = 
     d_next = jnp.maximum(s_next - h_next, 0.0)
     s_in = jnp.cumsum(seg[::-1])[::-1] + s_next  # S_k, k in block
     s_in_next = jnp.concatenate([s_in[1:], s_next[None]])
-    c = -math.expm1(-step) * s_in_next
-    c = c.at[-1].add(math.exp(-step) * d_next)
-    d_in = suffix(c, math.exp(-step))
+    c = -jnp.expm1(-step) * s_in_next
+    c = c.at[-1].add(jnp.exp(-step) * d_next)
+    d_in = suffix(c, jnp.exp(-step))
     prof_in = inf_mass + d_in
     prof_next = inf_mass + d_next
     ok_in = prof_in <= target
@@ -518,7 +520,7 @@ def epsilon_blocked(pmf, start, inf_mass, step: float, target, parallel: bool = 
     cur = prof_ext[kk]
     frac = jnp.clip((prev - target) / jnp.maximum(prev - cur, 1e-300), 0.0, 1.0)
     frac = jnp.where(kk == 0, 1.0, frac)  # block-level and in-block profiles disagree by rounding: take the block start
-    eps_in = (start + blk * b + kk - 1) * step + jnp.log1p(frac * math.expm1(step))
+    eps_in = (start + blk * b + kk - 1) * step + jnp.log1p(frac * jnp.expm1(step))
     # below the window: delta(eps) = inf + S_0 - e^{eps - l_0} H_0
     arg = (inf_mass + s_blk[0] - target) / h_blk[0]
     eps_below = start * step + jnp.log(jnp.where(arg > 0, arg, 1.0)) + jnp.where(arg > 0, 0.0, -jnp.inf)
@@ -541,7 +543,7 @@ def _epsilon_one(pmf, start, inf_mass, step: float, delta):
         # cell (l_{kk-1}, l_kk]: delta linear in t = e^eps from prof[kk-1] to prof[kk]
         prev = prof[jnp.maximum(kk - 1, 0)]
         frac = jnp.clip((prev - target) / jnp.maximum(prev - prof[kk], 1e-300), 0.0, 1.0)
-        eps_in = (start + kk - 1) * step + jnp.log1p(frac * math.expm1(step))
+        eps_in = (start + kk - 1) * step + jnp.log1p(frac * jnp.expm1(step))
         # below the window (kk == 0): delta(eps) = inf + S_0 - e^{eps - l_0} H_0, H_0 = sum p_i e^{-(i)h}
         h_0 = jnp.sum(pmf * jnp.exp(-jnp.arange(pmf.shape[-1]) * step))
         arg = (inf_mass + s[0] - target) / h_0
@@ -563,7 +565,7 @@ def _delta_one(pmf, start, inf_mass, step: float, epsilon):
         pos = e / step - start  # fractional index
         k = jnp.floor(pos).astype(jnp.int64)
         kc = jnp.clip(k, 0, n - 2)
-        t_frac = jnp.expm1(e - (start + kc) * step) / math.expm1(step)  # position in t within the cell
+        t_frac = jnp.expm1(e - (start + kc) * step) / jnp.expm1(step)  # position in t within the cell
         inside = prof[kc] + (prof[kc + 1] - prof[kc]) * jnp.clip(t_frac, 0.0, 1.0)
         below = inf_mass + s[0] - jnp.exp(e - start * step) * h_0
         return jnp.where(k < 0, below, jnp.where(k >= n - 1, inf_mass, inside))
@@ -649,12 +651,12 @@ def _profile_np(pmf, inf_mass, step):
     return np.asarray(inf_mass)[..., None] + d, s, h0
 
 
-@functools.partial(jax.jit, static_argnames=("step",))
+@jax.jit
 def _delta_batch(pmf, start, inf, eps, step):
     return jax.vmap(lambda p, s, i, e: _delta_one(p, s, i, step, e)[0])(pmf, start, inf, eps)
 
 
-@functools.partial(jax.jit, static_argnames=("step",))
+@jax.jit
 def _epsilon_batch(pmf, start, inf, delta, step):
     pad = (-pmf.shape[-1]) % EPS_BLOCK if pmf.shape[-1] > EPS_BLOCK else 0
     pmf = jnp.pad(pmf, ((0, 0), (0, pad)))

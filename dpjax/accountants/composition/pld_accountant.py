@@ -87,7 +87,9 @@ def chunk_budget() -> ChunkBudget:
 
 
 # --- the batched engine ---------------------------------------------------------------------------
-@functools.partial(jax.jit, static_argnames=("kind", "step"))
+# The grid interval ``step`` is traced, never static, in every jitted function here: the shapes
+# (grid lengths, FFT sizes) decide what compiles, not the value of h.
+@functools.partial(jax.jit, static_argnames=("kind",))
 def _blocks_batch(sigma, q, k_first, offset, cells, kind, step):
     fn = lambda s, r, k, o, c: _pld._discretise_block(kind, step, s, r, k, o, c)  # noqa: E731
     return jax.vmap(fn)(sigma, q, k_first, offset, cells)
@@ -146,7 +148,7 @@ def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
             np.zeros(padded))
 
 
-@functools.partial(jax.jit, static_argnames=("k_top", "length", "step", "base"))
+@functools.partial(jax.jit, static_argnames=("k_top", "length", "base"))
 def _symmetrised_batch(sigma, q, k_top, length, step, base):
     fn = lambda s, r: _pld._symmetrised_one(length, step, k_top, s, r, base)  # noqa: E731
     return jax.vmap(jax.vmap(fn))(sigma, q)
@@ -205,7 +207,7 @@ def _next_pow4(x: int) -> int:
     return 1 << (k + (k % 2))
 
 
-@functools.partial(jax.jit, static_argnames=("step",))
+@jax.jit
 def _chernoff_batch_step(pmf, k_lo, steps, step):
     return jax.vmap(lambda p, k, t: _pld.chernoff_log_mgf(p, k, t, step))(pmf, k_lo, steps)
 
@@ -221,7 +223,7 @@ def _rows_at_length(pmf, rows, take, n):
     return jnp.where(take[:, None, None], x, 0.0)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "step", "keep", "nbits", "parallel", "pessimistic", "tilts"))
+@functools.partial(jax.jit, static_argnames=("n", "keep", "nbits", "parallel", "pessimistic", "tilts"))
 def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, delta, n, step, keep, nbits, parallel,
                    pessimistic, tilts):
     """Compose a chunk of configurations and query eps at ``delta``. Returns per configuration

@@ -142,7 +142,7 @@ def _trim(pmf, start, inf, tail: float, pessimistic: bool):
     return out, np.asarray(start) + first, inf
 
 
-@functools.partial(jax.jit, static_argnames=("n", "step"))
+@functools.partial(jax.jit, static_argnames=("n",))
 def _compose_pair_batch(pmf, inf, k_lo, k_hi, n, step):
     steps = jnp.ones(2)
     dummy = jnp.ones(1)  # n covers the whole support (no wrap-around): no Chernoff bound needed
