@@ -348,6 +348,9 @@ def test_poisson_composition_beyond_the_pld_grid_keeps_rdp_and_says_so():
     rdp = float(noisy_sgd_curve(0.02, 0.01, 10).epsilon(1e-5))
     assert float(curve.epsilon(1e-5)) == pytest.approx(rdp, rel=1e-12)
     assert "PLD composition unavailable" in curve.provenance.result and "RDP composition alone" in curve.provenance.result
+    # no gradient difference: both chains have one law, eps = 0 exactly, and the PLD part says why it is absent
+    zero = last_iterate_curve(0.1, 0.002, 10, method="composition", **{**kw, "gradient_sensitivity": 0.0})
+    assert float(zero.epsilon(1e-5)) == 0.0 and "PLD composition skipped" in zero.provenance.result
     with pytest.raises(ValueError, match="poisson_composition='exact'"):
         last_iterate_curve(0.1, 0.002, 10, poisson_composition="exact", **kw)
 

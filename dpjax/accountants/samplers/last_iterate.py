@@ -176,14 +176,21 @@ def _one_use_mu(cfg: _Config) -> np.ndarray:
     return np.broadcast_to(cfg.sensitivity / (b * cfg.sigma), cfg.shape)
 
 
+def _poisson_mechanism(cfg: _Config) -> tuple[np.ndarray, np.ndarray]:
+    """(noise multiplier b sigma / Delta, rate q = b / n) of one Poisson-subsampled step, shape
+    cfg.shape: the mechanism both composition accountants compose (inf where Delta = 0)."""
+    rho = _one_use_mu(cfg)
+    with np.errstate(divide="ignore"):
+        multiplier = np.where(rho > 0, 1.0 / np.where(rho > 0, rho, 1.0), np.inf)
+    return multiplier, np.broadcast_to(cfg.batch_size / cfg.n, cfg.shape)
+
+
 def _composition(cfg: _Config):
     """(gdp mu or None, rdp (shape + orders,)) of the whole path."""
     rho = _one_use_mu(cfg)
     steps = np.broadcast_to(cfg.steps, cfg.shape)
     if cfg.batching == "poisson":
-        q = np.broadcast_to(cfg.batch_size / cfg.n, cfg.shape)
-        with np.errstate(divide="ignore"):
-            multiplier = np.where(rho > 0, 1.0 / np.where(rho > 0, rho, 1.0), np.inf)
+        multiplier, q = _poisson_mechanism(cfg)
         finite = np.isfinite(multiplier)
         # one RDP evaluation per distinct (noise multiplier, rate): sweeps over steps share it
         pairs = np.stack([np.where(finite, multiplier, 1.0).ravel(), q.ravel()], axis=-1)
@@ -225,13 +232,11 @@ def _poisson_pld(cfg: _Config):
     alone, and the note says so: never a silently weaker claim."""
     from ..composition.pld_accountant import GridLimitError, pld_curve
 
-    rho = _one_use_mu(cfg)
-    if np.any(rho <= 0):
+    multiplier, q = _poisson_mechanism(cfg)
+    if not np.all(np.isfinite(multiplier)):
         return None, "; PLD composition skipped (a configuration with gradient_sensitivity = 0: RDP composition, which is 0 there)"
-    q = np.broadcast_to(cfg.batch_size / cfg.n, cfg.shape)
-    steps = np.broadcast_to(cfg.steps, cfg.shape)
     try:
-        curve = pld_curve(1.0 / rho, q, steps, adjacency="add-remove", sampling="poisson")
+        curve = pld_curve(multiplier, q, np.broadcast_to(cfg.steps, cfg.shape), adjacency="add-remove", sampling="poisson")
     except GridLimitError as err:
         return None, f"; PLD composition unavailable ({err}): RDP composition alone"
     return curve.pld, ""
