@@ -53,8 +53,9 @@ i*, counted as often as the batch holds the slot): one gather serves both chains
 
 The GLM data (what a fused GLM kernel reads; :func:`glm_data`): ``design`` X (n, d),
 ``response`` (pytree, record axis first), ``design_norms`` ||x_i|| (n,), ``mask`` (n,) of D
-(and ``packed``: the rows [x_i, ||x_i||, mask_i, y_i] (n, d + 3) for one gather; without y_i
-when the response is not one float per record); and
+(and ``packed``: the rows [x_i, ||x_i||, mask_i, y_i] (n, d + 3) for one gather; with every
+leaf of the response when each is one float per record, e.g. a recognised GLM's field and
+offset; without them otherwise); and
 ``alt_design`` (d,), ``alt_response``, ``alt_design_norm`` (), ``alt_mask`` () of D''s record at i*.
 """
 from __future__ import annotations
@@ -200,15 +201,17 @@ class QuadraticGradients:
         return clip_one(g_d, sampler.clip_norm) - clip_one(g_n, sampler.clip_norm)
 
 
-def _rows_times(weights: jax.Array, rows: jax.Array) -> jax.Array:
-    """sum_j weights_j rows_j (X^T s for the gathered rows X, (b, d)).
+def _gathered_rows_times(weights: jax.Array, rows: jax.Array) -> jax.Array:
+    """sum_j weights_j rows_j (X^T s for a pair's gathered rows X, (b, d)).
 
     float32 on a CPU: as products and a sum over the rows, which XLA fuses into one loop; its
     float32 dot kernel for a batch of small (b x d)^T (b) products (one per pair of a block)
     ran at about half its float64 speed on a 2-core x86 CPU (jax 0.10.2: 71 against 27
     microseconds a call for 64 pairs x 128 x 20), and the fused form made the whole coupled
-    GLM step 1.15-1.4x faster in float32 (logistic regression d = 20, b = 128, 2,048 pairs;
-    slower in float64, where the dot stays). Same sum, summed in another order."""
+    GLM step 1.16x faster in float32 (median of 21 alternating runs; logistic regression
+    d = 20, b = 128, 2,048 pairs; slower in float64, where the dot stays). Same sum, summed in
+    another order. Not for dense batches: there every pair reads the same X, and the pairs'
+    products are one matrix product."""
     if rows.dtype == jnp.float32 and jax.default_backend() == "cpu":
         return jnp.sum(weights[:, None] * rows, axis=0)
     return weights @ rows
@@ -238,6 +241,14 @@ class _Sums:
         return self.prior_grad(x) + batch.scale * sum_d, self.prior_grad(xp) + batch.scale * sum_n
 
 
+def _packable(response, num_records: int) -> bool:
+    """Whether every leaf of the response is one float per record (then the leaves join the
+    packed rows, e.g. y_i, or a recognised GLM's field and offset)."""
+    leaves = jax.tree.leaves(response)
+    return bool(leaves) and all(
+        np.ndim(leaf) == 1 and len(leaf) == num_records and np.issubdtype(np.asarray(leaf).dtype, np.floating) for leaf in leaves)
+
+
 def glm_data(glm: GLM, pair: NeighbouringPair, dtype) -> dict:
     """The GLM provider's host data (see the module docstring), numpy in ``dtype``."""
     i = pair.index
@@ -263,8 +274,8 @@ def glm_data(glm: GLM, pair: NeighbouringPair, dtype) -> dict:
     # the rows a gathered batch reads, packed so that one gather serves them all; the response
     # joins them when it is one float per record
     columns = [x_d, np.linalg.norm(x_d, axis=1)[:, None], np.asarray(pair.dataset.mask, np.float64)[:, None]]
-    if isinstance(y_d, np.ndarray) and y_d.ndim == 1 and np.issubdtype(y_d.dtype, np.floating):
-        columns.append(y_d[:, None])
+    if _packable(y_d, len(x_d)):
+        columns.extend(np.asarray(leaf)[:, None] for leaf in jax.tree.leaves(y_d))
     return {
         "packed": floats(np.concatenate(columns, axis=1)),
         "design": floats(x_d),
@@ -304,12 +315,14 @@ class GLMGradients(_Sums):
             design, response, norms, mask = data["design"], data["response"], data["design_norms"], data["mask"]
         else:
             rows = batch.indices
-            # the one gather, shared by both chains: a row of ``packed`` is (x_i, ||x_i||, mask_i[, y_i])
+            # the one gather, shared by both chains: a row of ``packed`` is (x_i, ||x_i||, mask_i,
+            # the response's leaves when each is one float per record)
             packed = data["packed"].at[rows].get(mode="promise_in_bounds")  # slots lie in [0, n)
             d = x.shape[0]
             design, norms, mask = packed[:, :d], packed[:, d], packed[:, d + 1]
-            if packed.shape[1] == d + 3:
-                response = packed[:, d + 2]
+            leaves, tree = jax.tree.flatten(data["response"])
+            if packed.shape[1] == d + 2 + len(leaves):
+                response = jax.tree.unflatten(tree, [packed[:, d + 2 + j] for j in range(len(leaves))])
             else:
                 response = jax.tree.map(lambda v: v.at[rows].get(mode="promise_in_bounds"), data["response"])
         active = _active(batch.weights, mask)
@@ -317,8 +330,9 @@ class GLMGradients(_Sums):
         s_d = self._slopes(sampler, response, design @ x, norms)
         s_n = self._slopes(sampler, response, design @ xp, norms)
         # selects, not products: a masked record's NaN or inf slope stays out of the sum
-        sum_d = _rows_times(jnp.where(active, s_d, 0), design)
-        sum_n = _rows_times(jnp.where(active & ~is_diff, s_n, 0), design)
+        rows_times = (lambda s, rows: s @ rows) if dense else _gathered_rows_times
+        sum_d = rows_times(jnp.where(active, s_d, 0), design)
+        sum_n = rows_times(jnp.where(active & ~is_diff, s_n, 0), design)
         # D''s own record at slot i*, as often as the batch holds the slot
         hits = jnp.sum(jnp.where(is_diff & (batch.weights > 0), batch.weights, 0))
         alt = jnp.where((hits > 0) & (data["alt_mask"] > 0), hits * self._alt_slope(sampler, data, xp), 0)
