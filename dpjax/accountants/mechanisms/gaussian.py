@@ -56,6 +56,7 @@ _SERIES_MAX_X = 0.05
 # panel counts are rounded up to one of these (steps of ~1.5x: few compilations, <= 50% waste)
 _PANEL_BUCKETS = np.unique(np.round(8 * 1.5 ** np.arange(40)).astype(np.int64))
 _MAX_INTEGER_ORDER = 4096  # binomial sum up to here; quadrature above
+_TERM_BUCKETS = (64, 1024, _MAX_INTEGER_ORDER)  # binomial terms per order of the integer route's programs
 _MAX_PANELS = 4096  # quadrature panels per element at most; beyond, an upper bound (_log_a_minus_1_upper)
 _MAX_TERMS_PER_CHUNK = 1 << 13  # binomial terms per jitted call (cache-sized blocks)
 _NODES_PER_CHUNK = 1 << 13  # quadrature nodes per jitted call
@@ -122,12 +123,18 @@ def _log_a_minus_1_integer(q, sigma, alpha, log_fact, num_terms):
 def _integer_orders(q, sigma, alpha) -> np.ndarray:
     """log(A_a - 1) for flat arrays with integer alpha and 0 < q < 1.
 
-    Elements are bucketed by the power of two >= a - 1 (the number of terms), so the dense
-    term axis wastes at most half its length and few shapes get compiled.
+    Elements are bucketed by the first of :data:`_TERM_BUCKETS` >= a - 1 (the number of
+    terms; powers of two beyond), and the log-factorial table has one length for every order up
+    to :data:`_MAX_INTEGER_ORDER`: the default orders (2..64, 128, ..., 1024) compile two
+    programs, not one per power of two (seven), and a curve with new orders compiles nothing.
+    A bucket's dense term axis is mostly masked for its smaller orders; at these sizes (at most
+    8,192 terms a call) that costs microseconds, a compilation a second.
     """
-    log_fact = _log_factorial_table(_pad_pow2(int(alpha.max()) + 1, 6) - 1)
+    log_fact = _log_factorial_table(max(_MAX_INTEGER_ORDER + 1, _pad_pow2(int(alpha.max()) + 1, 6) - 1))
     need = (alpha - 1).astype(np.int64)
-    bucket = np.maximum(16, 1 << np.ceil(np.log2(need)).astype(np.int64))
+    ladder = np.asarray(_TERM_BUCKETS)
+    beyond = 1 << np.ceil(np.log2(np.maximum(need, 1))).astype(np.int64)
+    bucket = np.where(need <= ladder[-1], ladder[np.minimum(np.searchsorted(ladder, need), ladder.size - 1)], beyond)
     return _run_bucketed(
         q, sigma, alpha, bucket, pad_order=2.0,
         chunk_for=lambda num_terms: _pow2_floor(max(16, _MAX_TERMS_PER_CHUNK // num_terms)),
@@ -136,13 +143,14 @@ def _integer_orders(q, sigma, alpha) -> np.ndarray:
 
 
 def _run_bucketed(q, sigma, alpha, bucket, *, pad_order, chunk_for, kernel) -> np.ndarray:
-    """Apply ``kernel(q, sigma, alpha, b)`` to the elements of each bucket value b in
-    fixed-size chunks (padded with q = 0.5, sigma = 1, alpha = ``pad_order``), so that each
-    bucket compiles once whatever the number of elements."""
+    """Apply ``kernel(q, sigma, alpha, b)`` to the elements of each bucket value b in chunks of
+    ``chunk_for(b)`` (padded with q = 0.5, sigma = 1, alpha = ``pad_order``), so that each
+    bucket compiles once whatever the number of elements (a chunk sized by the count would
+    compile a program per power of two of counts)."""
     out = np.empty(alpha.shape)
     for b in np.unique(bucket):
         idx = np.flatnonzero(bucket == b)
-        chunk = min(chunk_for(int(b)), _pad_pow2(idx.size, 4))
+        chunk = chunk_for(int(b))
         for lo in range(0, idx.size, chunk):
             sel = idx[lo : lo + chunk]
             pad = chunk - sel.size
