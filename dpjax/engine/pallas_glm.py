@@ -125,7 +125,11 @@ def unsupported_reason(model, sampler) -> Optional[str]:
         return f"dim={model.dim} exceeds the kernel's MAX_DIM={MAX_DIM} (theta of both chains in registers; use engine='glm')"
     if callable(sampler.step_size):
         return "a step-size schedule (the kernel takes a constant step size)"
-    missing = unlowerable_primitives(glm)
+    try:
+        missing = unlowerable_primitives(glm)
+    except (TypeError, IndexError, KeyError, ValueError) as err:  # the loss reads fields of a pytree response
+        return (f"the GLM's loss does not take one float response per record (a recognised GLM's response is its fields and "
+                f"an offset; {type(err).__name__}: {str(err)[:80]}); use engine='glm'")
     if missing:
         return f"the loss derivative uses {', '.join(missing)}, which Pallas's Triton lowering (jax {jax.__version__}) lacks"
     if diagonal_prior(model) is None:
@@ -287,7 +291,9 @@ def advance(sampler, data, index, keys, state, start, count, *, provider, num_sl
         interpret = jax.default_backend() == "cpu"
     dtype = state.position.dtype
     dim = state.position.shape[1]
-    if data["packed"].shape[1] != dim + 3:
+    # one float response per record, as an array (a pytree response with one leaf, e.g. a
+    # recognised GLM's offset alone, also packs into d + 3 columns, but the kernel's loss takes y bare)
+    if data["packed"].shape[1] != dim + 3 or not jax.tree_util.treedef_is_leaf(jax.tree.structure(data["response"])):
         raise ValueError(f"the Pallas GLM kernel needs one float response per record (packed rows of d + 3 = {dim + 3} columns); "
                          f"this GLM's packed rows have {data['packed'].shape[1]}: use engine='glm'")
     prior = diagonal_prior(provider.model)
