@@ -309,8 +309,11 @@ def test_unresolved_tails_are_retried_with_a_wider_proposal_on_the_same_data():
     a direct run at the scale it ended with, and what stays unresolved is still counted."""
     small = logistic_regression_contamination(dim=3)
     ts = THETA_STAR[:3]
+    # the compiled batch of test_contamination_cauchy_logistic_experiments.py's d = 3 logistic run
+    # (n <= 512 records, m = 100, 5 points per covariate axis, its auto grid at d = 3, 4 datasets
+    # a batch), so whichever runs second loads it from the run's compilation cache
     kw = dict(theta_star=ts, num_records=200, contamination_rate=0.3, delta=1e-3, num_datasets=8, num_particles=100, theta_grid_size=2,
-              record_grid_per_axis=3, dataset_batch=4)
+              record_grid_per_axis=5, dataset_batch=4)
     plain = contamination_epsilon(small, tail_retries=0, **kw)
     retried = contamination_epsilon(small, **kw)
     before = plain.details["num_outside"] == 0
@@ -336,7 +339,7 @@ def test_results_do_not_depend_on_batching_and_the_defaults_follow_the_backend(m
 
     small = logistic_regression_contamination(dim=3)
     kw = dict(theta_star=THETA_STAR[:3], num_records=200, contamination_rate=0.3, delta=1e-3, num_datasets=8, num_particles=100,
-              theta_grid_size=2, record_grid_per_axis=3, tail_retries=0)
+              theta_grid_size=2, record_grid_per_axis=5, tail_retries=0)
     wide = contamination_epsilon(small, dataset_batch=4, **kw)  # the shapes of the test above: compiled once
     narrow = contamination_epsilon(small, dataset_batch=3, record_chunk=64, **kw)
     np.testing.assert_allclose(narrow.epsilons, wide.epsilons, rtol=1e-9)

@@ -32,6 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datasets", type=int, default=16, help="datasets per timed call (default 16)")
     parser.add_argument("--n", type=int, default=None, help="records per dataset (default: per model, linear 30000, cauchy 1000, logistic 20000)")
     parser.add_argument("--dim", type=int, default=None, help="parameter dimension d (default: per model, linear 5, cauchy 10, logistic 5)")
+    parser.add_argument("--particles", type=int, default=None,
+                        help="importance-sampling particles m (default: per model, linear 1000, cauchy 1000, logistic 2000)")
+    parser.add_argument("--dataset-batch", type=int, default=None,
+                        help="datasets per compiled batch (default 8 on a CPU, 64 on a GPU or TPU)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats (medians reported)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated datasets (default 0)")
 
@@ -69,12 +73,13 @@ def run(args: argparse.Namespace) -> dict:
     out = {"backend": jax.default_backend(), "device": str(jax.devices()[0]), "datasets": args.datasets, "repeats": args.repeats}
     for name in names:
         dim, n, m = CASES[name]
-        dim, n = args.dim or dim, args.n or n
+        dim, n, m = args.dim or dim, args.n or n, getattr(args, "particles", None) or m
         shipped, theta_star = _model(name, dim)
         log_space = dataclasses.replace(shipped, mixture_density=None)
         kwargs = dict(theta_star=theta_star, num_records=n, contamination_rate=n ** -0.125, delta=1.0 / (10 * n),
                       num_datasets=args.datasets, num_particles=m, record_grid_per_axis=_grid_per_axis(name, dim),
-                      theta_grid_size=2 if name == "logistic" else 9, seed=args.seed, bootstrap=0)
+                      theta_grid_size=2 if name == "logistic" else 9, seed=args.seed, bootstrap=0,
+                      dataset_batch=getattr(args, "dataset_batch", None))
         times, eps = {}, {}
         for label, model in (("closed_form", shipped), ("log_space", log_space)):
             contamination_epsilon(model, **kwargs)  # compiles

@@ -416,8 +416,13 @@ def laplace_map(value_grad_hess, potential_many, theta0, max_steps: int = 30, ba
     no step decreases U (the minimum at float64 resolution). Returns (map, hessian at map,
     gradient at map, Newton steps taken)."""
 
+    # value_grad_hess and potential_many each have one call site: their n-term sums (the
+    # Hessian's included) are the bulk of the compiled program, and XLA compiles every call
+    # site again. The potential's value, gradient and Hessian are evaluated at the top of each
+    # pass; a pass after the last step only evaluates them there (at the returned MAP), and
+    # the line search's first probe (the full step) is its first halving from t = 2.
     def step(state):
-        theta, it, _ = state
+        theta, it, stop, _, _, _ = state
         u0, g, h = value_grad_hess(theta)
         evals, evecs = jnp.linalg.eigh(h)
         floor = 1e-10 * jnp.maximum(jnp.max(jnp.abs(evals)), 1.0)
@@ -428,15 +433,19 @@ def laplace_map(value_grad_hess, potential_many, theta0, max_steps: int = 30, ba
             t = 0.5 * t
             return t, potential_many((theta - t * direction)[None, :])[0], j + 1
 
-        first = potential_many((theta - direction)[None, :])[0]
-        t, u_new, _ = jax.lax.while_loop(lambda bt: (bt[1] >= u0) & (bt[2] < backtracks), halve, (1.0, first, 0))
-        moved = u_new < u0
+        # (t, U, j) = (2, +inf, -1): the first pass is the full step t = 1 (j = 0), then at
+        # most ``backtracks`` halvings while U does not decrease; none after the last step
+        t, u_new, _ = jax.lax.while_loop(lambda bt: (~stop) & (bt[1] >= u0) & (bt[2] < backtracks), halve,
+                                         (jnp.asarray(2.0, theta.dtype), jnp.asarray(jnp.inf, u0.dtype), -1))
+        moved = u_new < u0  # False after the last step (u_new = +inf)
         new = jnp.where(moved, theta - t * direction, theta)
         tiny = jnp.max(jnp.abs(new - theta)) <= 1e-13 * (1.0 + jnp.max(jnp.abs(theta)))
-        return new, it + 1, (~moved) | tiny
+        taken = it + jnp.where(stop, 0, 1)
+        return new, taken, stop | ~moved | tiny | (taken >= max_steps), stop, g, h
 
-    theta, steps, _ = jax.lax.while_loop(lambda s: (s[1] < max_steps) & (~s[2]), step, (theta0, 0, False))
-    _, g, h = value_grad_hess(theta)
+    d = theta0.shape[0]
+    init = (theta0, 0, jnp.asarray(max_steps <= 0), False, jnp.zeros_like(theta0), jnp.zeros((d, d), theta0.dtype))
+    theta, steps, _, _, g, h = jax.lax.while_loop(lambda s: ~s[3], step, init)
     return theta, h, g, steps
 
 
@@ -566,7 +575,10 @@ def _interpolated_neg_potential(potential_many, thetas, num_nodes: int):
     k = jnp.arange(num_nodes)
     angles = jnp.pi * (k + 0.5) / num_nodes
     nodes = mid + half * jnp.cos(angles)
-    values = -potential_many(nodes[:, None])
+    check = jnp.stack([jnp.argmin(t), jnp.argmax(t), jnp.asarray(0)])
+    # the nodes and the check particles in one call: one compiled copy of the n-term sum
+    both = -potential_many(jnp.concatenate([nodes[:, None], thetas[check]]))
+    values, exact_at_check = both[:num_nodes], both[num_nodes:]
     shift = jnp.max(values)  # interpolate O(1) numbers, not O(n) ones
     weights = (-1.0) ** k * jnp.sin(angles)
 
@@ -579,9 +591,7 @@ def _interpolated_neg_potential(potential_many, thetas, num_nodes: int):
         return jnp.where(jnp.any(exact), jnp.sum(jnp.where(exact, values - shift, 0.0)), value) + shift
 
     approx = jax.vmap(interp)(t)
-    check = jnp.stack([jnp.argmin(t), jnp.argmax(t), jnp.asarray(0)])
-    exact = -potential_many(thetas[check])
-    return approx, jnp.max(jnp.abs(approx[check] - exact))
+    return approx, jnp.max(jnp.abs(approx[check] - exact_at_check))
 
 
 # --- the full procedure ---------------------------------------------------------------------------
