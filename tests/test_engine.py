@@ -284,19 +284,24 @@ def test_auto_falls_back_to_the_xla_path_when_the_kernel_cannot_compile(monkeypa
 
 
 def test_the_kernel_launch_shape_changes_no_number(monkeypatch):
-    """Pairs per program and warps are a launch detail: 200 pairs (a padded last block at 128,
-    seven blocks at 32) give bit-identical results (interpret mode here); a shape Triton
-    cannot take is refused by name before any compute."""
+    """Pairs per program and warps are a launch detail: 130 pairs (two blocks at 128, five at
+    32, the last padded in both) give bit-identical results (interpret mode here); a shape
+    Triton cannot take is refused by name before any compute."""
     model = bayesian_linear_regression(1.0, 0.5)
     pair = _pairs(1, False)
-    kw = dict(num_pairs=200, num_steps=30, progress=False, engine="pallas")
+    kw = dict(num_pairs=130, num_steps=30, progress=False, engine="pallas")
     sampler = samplers.cyclic_sgld(0.002)
     runs = []
     for block, warps in (("128", "4"), ("32", "1")):
         monkeypatch.setenv("DPJAX_PALLAS_BLOCK", block)
         monkeypatch.setenv("DPJAX_PALLAS_WARPS", warps)
-        jax.clear_caches()  # the shape is read when the kernel is traced
-        runs.append(dpjax.run_coupled(5, model, pair, sampler, **kw))
+        # the shape is read when the kernel is traced: only the kernel's own programs are
+        # dropped (jax.clear_caches() dropped every program of the process, recompiled by the
+        # tests after), and the run must compile a new one (else both runs used one kernel)
+        pallas_kernel.advance.clear_cache()
+        with count_compilations() as compiled:
+            runs.append(dpjax.run_coupled(5, model, pair, sampler, **kw))
+        assert compiled.count > 0
     for field in ("positions", "neighbour_positions", "path_loss"):
         np.testing.assert_array_equal(getattr(runs[0], field), getattr(runs[1], field))
     for value in ("48", "0", "-64", "sixty-four"):
@@ -309,7 +314,7 @@ def test_the_kernel_launch_shape_changes_no_number(monkeypatch):
         pallas_kernel.launch_shape()
     monkeypatch.setenv("DPJAX_PALLAS_WARPS", "2")
     assert pallas_kernel.launch_shape() == (64, 2)
-    jax.clear_caches()
+    pallas_kernel.advance.clear_cache()  # later tests trace the kernel at the default shape
 
 
 def test_cpu_pair_blocks_change_no_number(monkeypatch):
