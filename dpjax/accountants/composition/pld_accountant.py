@@ -136,7 +136,7 @@ def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
     off = (np.arange(int(nb.sum())) - block0[item]) * b
     pess_b, opt_b, log_below, log_above = _in_chunks_device(
         _blocks_batch, (sig[item], qq[item], lo[item] + off, off, cells[item]), chunk_budget().blocks_per_call,
-        kind=kind, step=step)
+        fit=_fit_blocks, kind=kind, step=step)
     # rows for a power of two of configurations (the last item repeated): the row arrays' shapes
     # depend on the batch size's bucket alone
     rows = _next_pow2(nconf) * stages
@@ -154,7 +154,7 @@ def _symmetrised_batch(sigma, q, k_top, length, step, base):
     return jax.vmap(jax.vmap(fn))(sigma, q)
 
 
-def _in_chunks_device(fn, arrays, chunk, total=None, **static):
+def _in_chunks_device(fn, arrays, chunk, total=None, fit=None, **static):
     """Apply a jitted ``fn`` to fixed-size chunks of the first ``total`` rows (default: all) of
     the arrays (the last chunk padded by repetition, so every call has the same shapes: one
     compilation per shape, not per batch); the results stay on the device, joined along that
@@ -165,7 +165,7 @@ def _in_chunks_device(fn, arrays, chunk, total=None, **static):
     are padding (zeros or repeats). Their number depends on the batch only through a few buckets,
     so the device arrays built from them never compile anew when only the values change."""
     total = arrays[0].shape[0] if total is None else int(total)
-    chunk = _fit_chunk(chunk, total)
+    chunk = (_fit_chunk if fit is None else fit)(chunk, total)
     pending = [fn(*(a[pad] for a in arrays), **static) for _, pad in _padded_chunks(np.arange(total), chunk)]
     if len(pending) == 1:
         return pending[0]
@@ -200,6 +200,18 @@ def _fit_chunk(chunk: int, total: int) -> int:
     when fewer (one configuration is computed once, not padded to 64 copies; the sizes stay
     powers of two, so the compiled shapes stay few)."""
     return int(min(chunk, _next_pow2(total)))
+
+
+def _fit_blocks(chunk: int, total: int) -> int:
+    """The chunk size for ``total`` blocks of the discretisation: ``chunk``, or an eighth of it
+    when that holds them all. Two shapes per pair kind, not one per power of two: its program
+    (the pair's log-tails on 2^11 cells a block) is among the engine's slowest to compile (5-7 s
+    each on a loaded 2-core CPU, measured; several times a small grid's whole run), while an eighth of a CPU call
+    (8 blocks, 2^14 cells) is computed in about a millisecond. Padding blocks repeat the last
+    and are cut off (:func:`_assemble_rows` reads each item's own blocks), so no number
+    depends on it (tests/test_pld.py::test_chunk_budget_changes_no_number)."""
+    small = max(1, chunk // 8)
+    return int(small if total <= small else chunk)
 
 
 def _next_pow4(x: int) -> int:
