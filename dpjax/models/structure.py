@@ -159,16 +159,8 @@ def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, nu
             raise ValueError(f"model {model.name!r} declares a GLM whose design has {x.shape[1]} columns; the model has dim = {model.dim}")
         y = glm.responses(floats)
         w = float(model.likelihood_weight)
-
-        # one compiled program for both sides (run op by op, a numpyro model's gradient compiled
-        # some fifty one-operation programs: seconds of a cold audit's start)
-        @jax.jit
-        def both_sides(theta, fields, design, response):
-            auto = jax.vmap(model.record_grad, in_axes=(None, 0))(theta, fields)
-            return auto, jax.vmap(glm.derivative)(response, design @ theta)
-
         for theta in _check_points(model.dim, num_points):
-            auto, s = both_sides(theta, floats, jnp.asarray(x), jax.tree.map(jnp.asarray, y))
+            auto, s = _glm_check_sides(theta, floats, jnp.asarray(x), jax.tree.map(jnp.asarray, y), model=model, glm=glm)
             auto, s = np.asarray(auto), np.asarray(s)
             mine = w * s[:, None] * x
             scale = np.maximum(np.linalg.norm(auto, axis=1), np.linalg.norm(mine, axis=1))
@@ -181,6 +173,16 @@ def check_glm(model, glm: GLM, dataset, *, rows: Optional[np.ndarray] = None, nu
                     f"(gradient {mine[bad[0]][:4]} from the GLM, {auto[bad[0]][:4]} by autodiff, theta = {np.asarray(theta)[:4]}); "
                     "check the loss, the design (an intercept column?) and the response"
                 )
+
+
+@functools.partial(jax.jit, static_argnames=("model", "glm"))
+def _glm_check_sides(theta, fields, design, response, *, model, glm):
+    """Both sides of :func:`check_glm` at one theta: autodiff record gradients and the GLM's
+    slopes, as one compiled program per (model, GLM, shapes): run op by op, a numpyro model's
+    gradient compiled some fifty one-operation programs (seconds of a cold audit's start), and
+    a program of its own per call would compile again at every run of the same model."""
+    auto = jax.vmap(model.record_grad, in_axes=(None, 0))(theta, fields)
+    return auto, jax.vmap(glm.derivative)(response, design @ theta)
 
 
 def _float64_rows(dataset, rows: np.ndarray) -> dict:
