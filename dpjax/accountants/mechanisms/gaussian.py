@@ -123,18 +123,17 @@ def _log_a_minus_1_integer(q, sigma, alpha, log_fact, num_terms):
 def _integer_orders(q, sigma, alpha) -> np.ndarray:
     """log(A_a - 1) for flat arrays with integer alpha and 0 < q < 1.
 
+    Every a <= :data:`_MAX_INTEGER_ORDER` (the callers route larger orders to the quadrature).
     Elements are bucketed by the first of :data:`_TERM_BUCKETS` >= a - 1 (the number of
-    terms; powers of two beyond), and the log-factorial table has one length for every order up
-    to :data:`_MAX_INTEGER_ORDER`: the default orders (2..64, 128, ..., 1024) compile two
-    programs, not one per power of two (seven), and a curve with new orders compiles nothing.
-    A bucket's dense term axis is mostly masked for its smaller orders; at these sizes (at most
-    8,192 terms a call) that costs microseconds, a compilation a second.
+    terms), and the log-factorial table has one length for every bucket: the default orders
+    (2..64, 128, ..., 1024) compile two programs, not one per power of two (seven), and a curve
+    with new orders compiles nothing. A bucket's dense term axis is mostly masked for its
+    smaller orders; at these sizes (at most 8,192 terms a call) that costs microseconds, a
+    compilation a second.
     """
-    log_fact = _log_factorial_table(max(_MAX_INTEGER_ORDER + 1, _pad_pow2(int(alpha.max()) + 1, 6) - 1))
-    need = (alpha - 1).astype(np.int64)
     ladder = np.asarray(_TERM_BUCKETS)
-    beyond = 1 << np.ceil(np.log2(np.maximum(need, 1))).astype(np.int64)
-    bucket = np.where(need <= ladder[-1], ladder[np.minimum(np.searchsorted(ladder, need), ladder.size - 1)], beyond)
+    log_fact = _log_factorial_table(int(ladder[-1]) + 1)  # log k! up to the largest bucket's last term k = num_terms + 1
+    bucket = ladder[np.searchsorted(ladder, (alpha - 1).astype(np.int64))]
     return _run_bucketed(
         q, sigma, alpha, bucket, pad_order=2.0,
         chunk_for=lambda num_terms: _pow2_floor(max(16, _MAX_TERMS_PER_CHUNK // num_terms)),
@@ -162,10 +161,6 @@ def _run_bucketed(q, sigma, alpha, bucket, *, pad_order, chunk_for, kernel) -> n
             )
             out[sel] = np.asarray(res)[: sel.size]
     return out
-
-
-def _pad_pow2(n: int, minimum: int) -> int:
-    return 1 << max(minimum, (max(n, 1) - 1).bit_length())
 
 
 # --------------------------------------------------------------------------------------
