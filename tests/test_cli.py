@@ -107,6 +107,16 @@ def test_bench_contamination_at_tiny_sizes(capsys):
         main(["bench", "contamination", "--models", "gaussian"])
 
 
+@pytest.mark.parametrize("flag, value", [("--particles", "0"), ("--dim", "0"), ("--n", "-1"), ("--dataset-batch", "0")])
+def test_bench_contamination_refuses_a_non_positive_size_by_name(flag, value):
+    """A size of 0 is an error naming the flag, before any compute (it used to be replaced by the
+    model's default: ``args.particles or m``)."""
+    from dpjax.cli import main
+
+    with pytest.raises(ValueError, match=f"{flag}={value} violates {flag} a positive integer"):
+        main(["bench", "contamination", "--models", "cauchy", flag, value])
+
+
 # --- help, descriptions, progress and headline (issue 14) -------------------------------------
 import argparse
 import sys

@@ -19,6 +19,8 @@ import time
 
 import numpy as np
 
+from .. import _validate
+
 CASES = {
     # name: (d, n, particles): the per-model sizes of the paper-scale runs' middle
     "linear": (5, 30_000, 1000),
@@ -70,16 +72,20 @@ def run(args: argparse.Namespace) -> dict:
         raise ValueError(f"--models={args.models!r}: {unknown or 'nothing'} not in {sorted(CASES)}")
     if args.datasets < 1 or args.repeats < 1:
         raise ValueError(f"--datasets={args.datasets} and --repeats={args.repeats} must be >= 1")
+    # a size given as 0 is refused, never replaced by the default (``or`` would have)
+    for flag in ("n", "dim", "particles", "dataset_batch"):
+        if getattr(args, flag) is not None:
+            _validate.positive_int("--" + flag.replace("_", "-"), getattr(args, flag))
     out = {"backend": jax.default_backend(), "device": str(jax.devices()[0]), "datasets": args.datasets, "repeats": args.repeats}
     for name in names:
         dim, n, m = CASES[name]
-        dim, n, m = args.dim or dim, args.n or n, getattr(args, "particles", None) or m
+        dim, n, m = (default if given is None else given for given, default in ((args.dim, dim), (args.n, n), (args.particles, m)))
         shipped, theta_star = _model(name, dim)
         log_space = dataclasses.replace(shipped, mixture_density=None)
         kwargs = dict(theta_star=theta_star, num_records=n, contamination_rate=n ** -0.125, delta=1.0 / (10 * n),
                       num_datasets=args.datasets, num_particles=m, record_grid_per_axis=_grid_per_axis(name, dim),
                       theta_grid_size=2 if name == "logistic" else 9, seed=args.seed, bootstrap=0,
-                      dataset_batch=getattr(args, "dataset_batch", None))
+                      dataset_batch=args.dataset_batch)
         times, eps = {}, {}
         for label, model in (("closed_form", shipped), ("log_space", log_space)):
             contamination_epsilon(model, **kwargs)  # compiles
