@@ -27,6 +27,7 @@ def _page_params():
 
 
 @pytest.mark.parametrize("page", _page_params())
+@pytest.mark.usefixtures("xla_as_users_run_it")  # printed as a reader gets it (tests/conftest.py)
 def test_page_prints_what_it_shows(page: pathlib.Path, tmp_path: pathlib.Path):
     # a fresh interpreter per page: a page's global settings (jax.config, warnings filters)
     # cannot leak into other tests, and the page runs as a reader would run it

@@ -105,6 +105,7 @@ def test_docs_render_a_copy_with_the_same_code(path: pathlib.Path):
 
 @pytest.mark.slow  # end to end: 15-40 s each on a loaded 2-core CPU
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.usefixtures("xla_as_users_run_it")  # printed as a reader gets it (tests/conftest.py)
 def test_notebook_executes(path: pathlib.Path, tmp_path: pathlib.Path, monkeypatch):
     kernel = _kernel_for_this_interpreter(tmp_path / "jupyter", monkeypatch)
     workdir = tmp_path / "run"
