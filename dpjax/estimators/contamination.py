@@ -84,6 +84,21 @@ def _records_log_lik(model: ContaminationModel, records, valid, theta, p):
 
 
 # --- pieces that are tested on their own -------------------------------------------------------
+def _value_grad_hess(f, x):
+    """(f(x), grad f(x), hess f(x)) of a scalar f from one forward-over-reverse trace of f.
+    ``f(x), jax.grad(f)(x), jax.hessian(f)(x)`` traces f three times (value, reverse pass,
+    forward-over-reverse), and XLA compiles each copy: where f is an n-term sum these copies
+    are the bulk of the program. The value and gradient are the primal outputs of the same
+    forward-mode pass, the same operations as the separate calls."""
+
+    def grad_and_value(y):
+        value, grad = jax.value_and_grad(f)(y)
+        return grad, (value, grad)
+
+    hess, (value, grad) = jax.jacfwd(grad_and_value, has_aux=True)(x)
+    return value, grad, hess
+
+
 def smallest_box_radius(distances: jax.Array, log_weights: jax.Array, log_delta: float) -> tuple[jax.Array, jax.Array]:
     """Smallest phi among the particles' distances with weight{distance > phi} < delta.
 
@@ -106,25 +121,31 @@ def smallest_box_radius(distances: jax.Array, log_weights: jax.Array, log_delta:
 
 def _golden_max(fn, lo, hi, iters: int):
     """Golden-section search for the max of fn on [lo, hi] (fixed iterations, one evaluation
-    per iteration, vmappable); returns (argmax, max) of the final probes."""
+    per iteration, vmappable); returns (argmax, max) of the final probes.
+
+    The two initial probes c0, d0 are the loop's first two passes, so fn is traced once (at
+    the loop's one call site) instead of twice: XLA compiles every call site of fn."""
     c0 = hi - _GOLDEN * (hi - lo)
     d0 = lo + _GOLDEN * (hi - lo)
-    f0 = jax.vmap(fn)(jnp.stack([c0, d0]))
 
-    def body(_, state):
+    def body(i, state):
         a, b, c, d, fc, fd = state
         left = fc >= fd  # the max is in [a, d]: keep it, c becomes the new right probe
         a2 = jnp.where(left, a, c)
         b2 = jnp.where(left, d, b)
         probe = jnp.where(left, b2 - _GOLDEN * (b2 - a2), a2 + _GOLDEN * (b2 - a2))
+        probe = jnp.where(i == 0, c0, jnp.where(i == 1, d0, probe))
         fp = fn(probe)
         c2 = jnp.where(left, probe, d)
         fc2 = jnp.where(left, fp, fd)
         d2 = jnp.where(left, c, probe)
         fd2 = jnp.where(left, fc, fp)
-        return a2, b2, c2, d2, fc2, fd2
+        step = (a2, b2, c2, d2, fc2, fd2)
+        # passes 0 and 1 only record f(c0) and f(d0); the search proper starts at pass 2
+        start = (a, b, c, d, jnp.where(i == 0, fp, fc), jnp.where(i == 1, fp, fd))
+        return tuple(jnp.where(i < 2, s0, s1) for s0, s1 in zip(start, step))
 
-    _, _, c, d, fc, fd = jax.lax.fori_loop(0, iters, body, (lo, hi, c0, d0, f0[0], f0[1]))
+    _, _, c, d, fc, fd = jax.lax.fori_loop(0, iters + 2, body, (lo, hi, c0, d0, jnp.zeros_like(c0), jnp.zeros_like(c0)))
     return jnp.where(fc >= fd, c, d), jnp.maximum(fc, fd)
 
 
@@ -197,8 +218,7 @@ def _projected_newton(objective, v0, best0, lows, highs, coords: tuple, iters: i
         v, best = state
         f = lambda x: objective(v.at[idx].set(x))
         x = v[idx]
-        g = jax.grad(f)(x)
-        h = jax.hessian(f)(x)
+        _, g, h = _value_grad_hess(f, x)
         span = hi - lo
         active = ((x <= lo + 1e-12 * span) & (g < 0)) | ((x >= hi - 1e-12 * span) & (g > 0))
         keep = ~active
@@ -213,8 +233,11 @@ def _projected_newton(objective, v0, best0, lows, highs, coords: tuple, iters: i
             t = 0.5 * t
             return t, f(jnp.clip(x + t * direction, lo, hi)), j + 1
 
+        # (t, value, j) = (2, -inf, -1): the first pass is the full step t = 1 (j = 0), then at
+        # most ``backtracks`` halvings while the value does not improve; one call site of f
         t, val, _ = jax.lax.while_loop(
-            lambda bt: (bt[1] <= best) & (bt[2] < backtracks), halve, (1.0, f(jnp.clip(x + direction, lo, hi)), 0))
+            lambda bt: (bt[1] <= best) & (bt[2] < backtracks), halve,
+            (jnp.asarray(2.0, x.dtype), jnp.asarray(-jnp.inf, best.dtype), -1))
         better = (val > best) & jnp.isfinite(val)
         new = jnp.where(better, v.at[idx].set(jnp.clip(x + t * direction, lo, hi)), v)
         return new, jnp.where(better, val, best)
@@ -406,46 +429,56 @@ def _chunked_sum(chunk_fn, init, records, num_records, chunk: int):
     return jax.lax.fori_loop(0, num_chunks, body, init)
 
 
-def laplace_map(value_grad_hess, potential_many, theta0, max_steps: int = 30, backtracks: int = 20):
+def laplace_map(value_grad_hess, theta0, max_steps: int = 30, backtracks: int = 20):
     """Minimise a potential U by damped Newton from ``theta0``.
 
-    ``value_grad_hess(theta) -> (U, grad U, hess U)``; ``potential_many(thetas) -> U`` at a
-    batch of points. The Newton direction uses the Hessian with its eigenvalues floored (a
-    descent direction even where U is not convex); the step is halved until U decreases (at
-    most ``backtracks`` times). Stops when a step moves theta by less than 1e-13 relative, or
-    no step decreases U (the minimum at float64 resolution). Returns (map, hessian at map,
-    gradient at map, Newton steps taken)."""
+    ``value_grad_hess(theta) -> (U, grad U, hess U)``. The Newton direction uses the Hessian
+    with its eigenvalues floored (a descent direction even where U is not convex); the step
+    is halved until U decreases (at most ``backtracks`` times). Stops when a step moves theta
+    by less than 1e-13 relative, or no step decreases U (the minimum at float64 resolution).
+    Returns (map, hessian at map, gradient at map, Newton steps taken)."""
 
-    # value_grad_hess and potential_many each have one call site: their n-term sums (the
-    # Hessian's included) are the bulk of the compiled program, and XLA compiles every call
-    # site again. The potential's value, gradient and Hessian are evaluated at the top of each
-    # pass; a pass after the last step only evaluates them there (at the returned MAP), and
-    # the line search's first probe (the full step) is its first halving from t = 2.
-    def step(state):
-        theta, it, stop, _, _, _ = state
-        u0, g, h = value_grad_hess(theta)
+    # value_grad_hess has one call site: its n-term sums (the Hessian's included) are the bulk
+    # of the compiled program, and XLA compiles every call site again. Each pass evaluates it
+    # at one probe: theta0 first, then the trial points of the line search. The U of a trial
+    # point decides the step, and an accepted trial point's gradient and Hessian are those of
+    # the next Newton step (and, after the last step, of the returned MAP), so a step with its
+    # full step accepted costs one evaluation. Same probes as a loop over Newton steps with an
+    # inner halving loop: t = 1, 1/2, ... (at most ``backtracks`` halvings) from each point.
+    def newton_direction(g, h):
         evals, evecs = jnp.linalg.eigh(h)
         floor = 1e-10 * jnp.maximum(jnp.max(jnp.abs(evals)), 1.0)
-        direction = evecs @ ((evecs.T @ g) / jnp.maximum(evals, floor))
+        return evecs @ ((evecs.T @ g) / jnp.maximum(evals, floor))
 
-        def halve(bt):
-            t, _, j = bt
-            t = 0.5 * t
-            return t, potential_many((theta - t * direction)[None, :])[0], j + 1
-
-        # (t, U, j) = (2, +inf, -1): the first pass is the full step t = 1 (j = 0), then at
-        # most ``backtracks`` halvings while U does not decrease; none after the last step
-        t, u_new, _ = jax.lax.while_loop(lambda bt: (~stop) & (bt[1] >= u0) & (bt[2] < backtracks), halve,
-                                         (jnp.asarray(2.0, theta.dtype), jnp.asarray(jnp.inf, u0.dtype), -1))
-        moved = u_new < u0  # False after the last step (u_new = +inf)
-        new = jnp.where(moved, theta - t * direction, theta)
-        tiny = jnp.max(jnp.abs(new - theta)) <= 1e-13 * (1.0 + jnp.max(jnp.abs(theta)))
-        taken = it + jnp.where(stop, 0, 1)
-        return new, taken, stop | ~moved | tiny | (taken >= max_steps), stop, g, h
+    def step(state):
+        theta, u, g, h, direction, t, j, taken, _ = state
+        probe = theta - t * direction
+        u_p, g_p, h_p = value_grad_hess(probe)
+        first = taken < 0  # the probe is theta0 itself
+        accept = first | (u_p < u)
+        # an accepted trial point is the new theta; a step that moved theta by a relative 1e-13
+        # or less, or the max_steps-th step, is the last
+        tiny = jnp.max(jnp.abs(probe - theta)) <= 1e-13 * (1.0 + jnp.max(jnp.abs(theta)))
+        new_taken = taken + 1
+        stop_accepted = (~first & tiny) | (new_taken >= max_steps)
+        # a rejected trial point is halved while U there is >= U at theta (a NaN ends the search)
+        # and halvings are left; else no step decreases U: the last pass, counted as a step
+        stop_rejected = ~((u_p >= u) & (j < backtracks))
+        theta2 = jnp.where(accept, probe, theta)
+        u2 = jnp.where(accept, u_p, u)
+        g2 = jnp.where(accept, g_p, g)
+        h2 = jnp.where(accept, h_p, h)
+        direction2 = jnp.where(accept, newton_direction(g_p, h_p), direction)
+        t2 = jnp.where(accept, jnp.ones_like(t), 0.5 * t)
+        j2 = jnp.where(accept, 0, j + 1)
+        done = jnp.where(accept, stop_accepted, stop_rejected)
+        return theta2, u2, g2, h2, direction2, t2, j2, jnp.where(accept | stop_rejected, new_taken, taken), done
 
     d = theta0.shape[0]
-    init = (theta0, 0, jnp.asarray(max_steps <= 0), False, jnp.zeros_like(theta0), jnp.zeros((d, d), theta0.dtype))
-    theta, steps, _, _, g, h = jax.lax.while_loop(lambda s: ~s[3], step, init)
+    zero = jnp.zeros((), theta0.dtype)
+    # taken = -1: the first pass evaluates theta0 (t = 0) and counts no step
+    init = (theta0, zero, jnp.zeros_like(theta0), jnp.zeros((d, d), theta0.dtype), jnp.zeros_like(theta0), zero, 0, -1, False)
+    theta, _, g, h, _, _, _, steps, _ = jax.lax.while_loop(lambda s: ~s[-1], step, init)
     return theta, h, g, steps
 
 
@@ -500,13 +533,12 @@ def epsilon_for_dataset(
 
     def value_grad_hess(t):
         def chunk_stats(part, valid):
-            f = lambda tt: -chunk_log_lik(part, valid, tt)
-            return f(t), jax.grad(f)(t), jax.hessian(f)(t)
+            return _value_grad_hess(lambda tt: -chunk_log_lik(part, valid, tt), t)
 
         zero = jnp.zeros_like(t)
         u, g, h = _chunked_sum(chunk_stats, (jnp.zeros(()), zero, jnp.zeros((t.shape[0],) * 2)), records, n, record_chunk)
-        prior = lambda tt: -model.log_prior(tt)
-        return u + prior(t), g + jax.grad(prior)(t), h + jax.hessian(prior)(t)
+        u0, g0, h0 = _value_grad_hess(lambda tt: -model.log_prior(tt), t)
+        return u + u0, g + g0, h + h0
 
     def potential_many(ts):
         ll = _chunked_sum(
@@ -515,7 +547,7 @@ def epsilon_for_dataset(
         )
         return -jax.vmap(model.log_prior)(ts) - ll
 
-    theta_map, hess, map_grad, steps = laplace_map(value_grad_hess, potential_many, theta_star)
+    theta_map, hess, map_grad, steps = laplace_map(value_grad_hess, theta_star)
     chol = jnp.linalg.cholesky(hess)
     pd = jnp.all(jnp.isfinite(chol))
     chol = jnp.where(pd, chol, jnp.eye(hess.shape[0]))
