@@ -323,7 +323,9 @@ def test_cpu_pair_blocks_change_no_number(monkeypatch):
     same numbers, bit for bit, a padded last block included (130 pairs in blocks of 16)."""
     on_cpu = jax.default_backend() == "cpu"
     assert runner.pair_block(1, 4096, 1, 1, jnp.float64) is None  # cyclic SGLD, b = 1, d = 1: 128 KiB
-    assert runner.pair_block(1, 2048, 128, 20, jnp.float32) == (runner.CPU_PAIR_BLOCK if on_cpu else None)  # logistic, b = 128: 42 MiB
+    # logistic, b = 128: 42 MiB of rows in float64; a float32 block holds as many bytes (twice the pairs)
+    assert runner.pair_block(1, 2048, 128, 20, jnp.float64) == (runner.CPU_PAIR_BLOCK if on_cpu else None)
+    assert runner.pair_block(1, 2048, 128, 20, jnp.float32) == (2 * runner.CPU_PAIR_BLOCK if on_cpu else None)
     assert runner.pair_block(2, 2048, 128, 20, jnp.float32) is None  # a mesh of devices: never
     quadratic = provider_for(bayesian_linear_regression(1.0, 0.5), _pairs(1, True), "quadratic", jnp.float64, samplers.ula(0.01))[0]
     assert runner._rows_per_step(quadratic, samplers.ula(0.01), 23) == 1  # full batches read the tables' sums only
