@@ -324,6 +324,19 @@ def test_chunk_budget_changes_no_number(monkeypatch):
         np.testing.assert_allclose(runs["accelerator"][side], runs["cpu"][side], rtol=1e-9, atol=0)
 
 
+def test_both_sides_share_one_compiled_composition():
+    """The pessimistic and optimistic sides of an eps query whose windows have the same FFT
+    length (and chunk) run one compiled composition: the side is a traced flag, not a static
+    argument (each program costs seconds of XLA compilation on a CPU)."""
+    from dpjax.accountants.composition import pld_accountant
+
+    before = pld_accountant._compose_batch._cache_size()
+    res = pld_accountant._run("gaussian_remove", np.array([[1.37]]), np.array([[0.0123]]), np.array([[77]]), 1.3e-3, 1e-15,
+                              deltas=np.array([1e-5]), keep=False)
+    assert np.all(np.isfinite(res["eps_pess"])) and np.all(res["eps_opt"] <= res["eps_pess"])
+    assert pld_accountant._compose_batch._cache_size() - before <= 1
+
+
 def test_new_values_of_the_same_shape_compile_nothing_new():
     """The device arrays of the accountant have shapes that depend on the batch only through
     buckets: two batches whose grids differ by a few blocks (37 against 36 blocks of one

@@ -235,30 +235,35 @@ def _rows_at_length(pmf, rows, take, n):
     return jnp.where(take[:, None, None], x, 0.0)
 
 
-@functools.partial(jax.jit, static_argnames=("n", "keep", "nbits", "parallel", "pessimistic", "tilts"))
+@functools.partial(jax.jit, static_argnames=("n", "keep", "nbits", "parallel", "tilts"))
 def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, delta, n, step, keep, nbits, parallel,
                    pessimistic, tilts):
     """Compose a chunk of configurations and query eps at ``delta``. Returns per configuration
     (the side's PMF on the window if ``keep``, its mass at +inf, tau_up, tau_lo, R, eps).
     Pessimistic: the PMF and mass of :func:`pld.pessimistic_window`, each mass also bounded
     through the tilted compositions aimed at the upper-tail masses ``tilts`` (a tuple; each
-    None stands for the asked ``delta``); optimistic: the clipped composed PMF and the
-    exact mass at +inf, eps from delta minus (tau_lo + R) (see :func:`pld.remove_from_top`).
-    ``nbits``: the bit length of the largest step count (static: the squarings are unrolled
-    and fused)."""
+    None stands for the asked ``delta``; pessimistic side only); optimistic: the clipped
+    composed PMF and the exact mass at +inf, eps from delta minus (tau_lo + R) (see
+    :func:`pld.remove_from_top`). ``nbits``: the bit length of the largest step count (static:
+    the squarings are unrolled and fused).
+
+    ``pessimistic`` is traced, not static: both sides' windows are formed (a few elementwise
+    passes over n points, beside the FFTs) and one is selected, exactly (a select copies its
+    operand), so the two sides of a set share one compiled program. XLA on a CPU compiles each
+    of a program's ~50-70 kernels separately (~40-100 ms each, whatever its size), so a second
+    program per FFT length cost as much as the first (measured: 1.5-2.5 s each)."""
 
     def one(p, i, lo, t, hi, st, lam, lp, ln):
         out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln, nbits)
-        if pessimistic:
-            bound = None
-            for target in tilts:
-                lam_t = _pld.tilt_order(p, lo, t, step, delta if target is None else target)
-                b = _pld.tilted_upper_bound(n, step, p, lo, t, hi, st, lam_t, nbits)
-                bound = b if bound is None else jnp.minimum(bound, b)
-            out, inf_side = _pld.pessimistic_window(out, inf_out, tau_up, tau_lo, roundoff, bound)
-            inf_eff = inf_side
-        else:
-            inf_side, inf_eff = inf_out, inf_out - tau_lo - roundoff
+        bound = None
+        for target in tilts:
+            lam_t = _pld.tilt_order(p, lo, t, step, delta if target is None else target)
+            b = _pld.tilted_upper_bound(n, step, p, lo, t, hi, st, lam_t, nbits)
+            bound = b if bound is None else jnp.minimum(bound, b)
+        out_p, inf_p = _pld.pessimistic_window(out, inf_out, tau_up, tau_lo, roundoff, bound)
+        out = jnp.where(pessimistic, out_p, out)
+        inf_side = jnp.where(pessimistic, inf_p, inf_out)
+        inf_eff = jnp.where(pessimistic, inf_p, inf_out - tau_lo - roundoff)
         eps = jnp.zeros(()) if keep else _pld.epsilon_blocked(out, st, inf_eff, step, delta, parallel)
         return (out if keep else None), inf_side, tau_up, tau_lo, roundoff, eps
 
