@@ -107,7 +107,8 @@ def test_bench_contamination_at_tiny_sizes(capsys):
         main(["bench", "contamination", "--models", "gaussian"])
 
 
-@pytest.mark.parametrize("flag, value", [("--particles", "0"), ("--dim", "0"), ("--n", "-1"), ("--dataset-batch", "0")])
+@pytest.mark.parametrize("flag, value", [("--particles", "0"), ("--dim", "0"), ("--n", "-1"), ("--dataset-batch", "0"),
+                                         ("--datasets", "0"), ("--repeats", "0")])
 def test_bench_contamination_refuses_a_non_positive_size_by_name(flag, value):
     """A size of 0 is an error naming the flag, before any compute (it used to be replaced by the
     model's default: ``args.particles or m``)."""

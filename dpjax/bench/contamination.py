@@ -70,10 +70,9 @@ def run(args: argparse.Namespace) -> dict:
     unknown = sorted(set(names) - set(CASES))
     if unknown or not names:
         raise ValueError(f"--models={args.models!r}: {unknown or 'nothing'} not in {sorted(CASES)}")
-    if args.datasets < 1 or args.repeats < 1:
-        raise ValueError(f"--datasets={args.datasets} and --repeats={args.repeats} must be >= 1")
-    # a size given as 0 is refused, never replaced by the default (``or`` would have)
-    for flag in ("n", "dim", "particles", "dataset_batch"):
+    # every count must be positive; a size given as 0 is refused, never replaced by the model's
+    # default (None: not given)
+    for flag in ("datasets", "repeats", "n", "dim", "particles", "dataset_batch"):
         if getattr(args, flag) is not None:
             _validate.positive_int("--" + flag.replace("_", "-"), getattr(args, flag))
     out = {"backend": jax.default_backend(), "device": str(jax.devices()[0]), "datasets": args.datasets, "repeats": args.repeats}
