@@ -265,6 +265,39 @@ def test_pld_calibration_meets_its_target_and_beats_rdp():
     assert float(pld_curve(1.0, rate.value, 1000).epsilon(1e-5)) <= 1.0
 
 
+def test_pld_noise_search_starts_at_the_rdp_answer(monkeypatch):
+    """Small noise, few steps (q = 0.001, 25 steps, eps 1): the zCDP first guess (0.0245) is 22x
+    below the answer (0.535), and the PLD is most costly to compute at small noise (a 49 s
+    calibration spent 38 s there). Started at the RDP accountant's answer instead, the search
+    never computes the PLD below half the answer, and its ends are what the PLD accountant,
+    asked afresh, puts on each side of the target (the value agrees with dp_accounting's pinned
+    calibration: test_accountant_edges.py)."""
+    pytest.importorskip("dpjax.accountants.composition.pld")
+    from dpjax.accountants import pld_epsilons
+    from dpjax.accountants.composition import pld_accountant
+
+    options = {"value_discretization_interval": 1e-3}
+    evaluated = []
+    real = pld_accountant._epsilons
+
+    def spy(sigma, *args, **kwargs):
+        evaluated.extend(np.atleast_1d(sigma).tolist())
+        return real(sigma, *args, **kwargs)
+
+    monkeypatch.setattr(pld_accountant, "_epsilons", spy)
+    res = calibrate_noise_multiplier(1.0, 1e-5, 0.001, 25, rtol=1e-4, pld_options=options)
+    assert 0.5 < res.value < 0.6
+    assert min(evaluated) >= res.value / 2
+    monkeypatch.undo()
+    for noise, meets in ((res.value, True), (res.rejected, False)):  # eps queries as the search makes them
+        eps = float(pld_epsilons(noise, 0.001, 25, 1e-5, value_discretization_interval=1e-3, optimistic=False)[0])
+        assert (eps <= 1.0) == meets
+    # where the RDP accountant does not apply (replace-one, q < 1) the search starts from the zCDP guess
+    one = calibrate_noise_multiplier(1.0, 1e-5, 0.01, 100, adjacency="replace-one", rtol=1e-4, pld_options=options)
+    eps = pld_epsilons(one.value, 0.01, 100, 1e-5, adjacency="replace-one", value_discretization_interval=1e-3, optimistic=False)[0]
+    assert float(eps) <= 1.0
+
+
 def test_pld_accountant_missing_is_a_clear_error():
     try:
         import dpjax.accountants.composition.pld  # noqa: F401

@@ -8,6 +8,8 @@ linear in the log parameter and interpolation is accurate):
 
 1. a bracket: from a first guess (the zCDP approximation rho = steps q^2 / (2 sigma^2), the
    small-q limit of the subsampled Gaussian's RDP), steps of x2 (or /2) until eps changes side;
+   the PLD accountant's noise search starts instead at the RDP accountant's answer (a cheap
+   calibration, an upper end in practice) with steps of x1.25 that grow (:func:`_pld_noise_start`);
 2. ITP (Oliveira & Takahashi 2020, "An enhancement of the bisection method average
    performance preserving minmax optimality", ACM TOMS 47(1)): interpolation steps, truncated
    and projected so that the number of evaluations never exceeds bisection's by more than one,
@@ -235,11 +237,13 @@ def _itp(x_ok, f_ok, x_bad, f_bad, evaluate, tol, integer: bool, counts):
     return x_ok, f_ok, x_bad, f_bad
 
 
-def _expand(x0, evaluate, step, x_limit, counts):
+def _expand(x0, evaluate, step, x_limit, counts, growth: float = 1.0):
     """From x0, step by ``step`` (in log space, towards the side that changes the sign) until
-    f changes sign or the limit is passed. Returns (x_ok, f_ok, x_bad, f_bad, reached_limit);
-    ``step`` > 0 means f decreases as x grows (noise), < 0 the opposite (steps, rate)."""
+    f changes sign or the limit is passed, each further step ``growth`` times the last. Returns
+    (x_ok, f_ok, x_bad, f_bad); ``step`` > 0 means f decreases as x grows (noise), < 0 the
+    opposite (steps, rate)."""
     n = x0.size
+    moves = np.zeros(n)  # steps taken by each element
     all_idx = np.arange(n)
     f0 = evaluate(x0, all_idx)
     counts += 1
@@ -259,7 +263,8 @@ def _expand(x0, evaluate, step, x_limit, counts):
         has_bad = ~np.isnan(x_bad[idx])
         direction = np.where(has_bad, 1.0, -1.0) * np.sign(step)
         start = np.where(has_bad, x_bad[idx], x_ok[idx])
-        x = start + direction * abs(step)
+        x = start + direction * abs(step) * growth ** moves[idx]
+        moves[idx] += 1
         beyond = (x > hi_lim) | (x < lo_lim)
         x = np.clip(x, lo_lim, hi_lim)
         at_edge = np.isclose(start, x, rtol=0, atol=1e-15)
@@ -353,6 +358,10 @@ class _Problem:
     eps_of: object
     tol: object  # half-width in x at which a real search stops
     anchor: Optional[str] = None  # "lowest meets", "highest answers"
+    # the bracket's expansion from the guess: first step in x (log parameter) and the factor by
+    # which each further step grows (1: constant steps of x2)
+    first_step: float = math.log(2.0)
+    step_growth: float = 1.0
 
     def value(self, x):
         v = np.exp(x)
@@ -428,8 +437,9 @@ def _search(problem: _Problem, f: _Objective, idx: np.ndarray, counts) -> tuple:
     if todo.size:
         sub = np.zeros(todo.size, dtype=np.int64)
         g = lambda x, j: f(x, idx[todo[j]])  # noqa: E731
-        step = math.log(2.0) if problem.decreasing else -math.log(2.0)
-        e_ok, e_fok, e_bad, e_fbad = _expand(np.log(np.clip(problem.guess[idx[todo]], *problem.limits)), g, step, (lo, hi), sub)
+        step = problem.first_step if problem.decreasing else -problem.first_step
+        e_ok, e_fok, e_bad, e_fbad = _expand(np.log(np.clip(problem.guess[idx[todo]], *problem.limits)), g, step, (lo, hi), sub,
+                                             problem.step_growth)
         known_ok, known_bad = ~np.isnan(x_ok[todo]), ~np.isnan(x_bad[todo])
         e_ok = np.where(np.isnan(e_ok) & known_ok, x_ok[todo], e_ok)
         e_fok = np.where(np.isnan(e_fok) & known_ok, f_ok[todo], e_fok)
@@ -620,7 +630,48 @@ def calibrate_noise_multiplier(
     # first guess: the zCDP approximation sigma = q sqrt(steps / (2 rho))
     problem = _Problem("noise_multiplier", True, False, _NOISE_RANGE, q * np.sqrt(t / (2.0 * _rho(target, d))),
                        lambda v, idx, h: acc.epsilon(v, q[idx], t[idx], idx, h), 0.5 * math.log1p(rtol))
+    if acc.name == "pld":
+        problem = _pld_noise_start(problem, acc, target, d, q, t)
     return _calibrate(problem, acc, shape, target, d, {"sampling_rate": q, "steps": t})
+
+
+_RDP_GUESS_RTOL = 1e-2  # the RDP calibration that starts a PLD one: a start needs no more
+_PLD_FIRST_STEP = math.log(1.25)  # from the RDP answer down: x1.25, then x1.56, x2.44, x5.96, ...
+
+
+def _pld_noise_start(problem: _Problem, acc: _Accountant, target, delta, q, t) -> _Problem:
+    """The PLD noise search started at the RDP accountant's answer (a cheap calibration: an RDP
+    evaluation takes milliseconds once compiled), with a first step of x1.25 growing x2 in log
+    space.
+
+    Why: eps is costly to compute at small noise (a one-step PLD's loss range grows like
+    1/sigma^2, and so does its FFT) and the zCDP guess can be far below the answer when the
+    noise is small (q = 0.001, 25 steps, eps 1: 0.0245 against 0.535), so the bracket's x2 steps
+    up from it computed the PLD at its most expensive points (31 s of a 49 s calibration). The RDP
+    answer bounds the exact one from above and the PLD's is close to the exact one (1.2-1.5x
+    below the RDP answer at few steps, closer at many): the bracket then closes after one or two
+    cheap steps. Only the start changes: the answer is the same search's end, as checked as
+    ever. Where the RDP accountant does not apply (Laplace noise, fixed-size batches,
+    replace-one adjacency with q < 1) the zCDP guess and steps of x2 stay; a configuration of
+    a batch that the RDP accountant cannot calibrate keeps the zCDP guess (with the growing
+    steps, which reach as far in fewer evaluations)."""
+    if acc.mechanism != "gaussian" or acc.sampling != "poisson":
+        return problem
+    guess = np.array(problem.guess, dtype=np.float64)
+    todo = np.flatnonzero((acc.adjacency == "add-remove") | (q >= 1.0))  # where the RDP accountant applies
+    if not todo.size:
+        return problem
+    while todo.size:  # a configuration the RDP accountant cannot calibrate keeps the zCDP guess
+        rdp = _Accountant("rdp", acc.adjacency, delta[todo], None, "poisson", None)
+        qs, ts = q[todo], t[todo]
+        guide = dataclasses.replace(problem, guess=guess[todo], tol=0.5 * math.log1p(_RDP_GUESS_RTOL),
+                                    eps_of=lambda v, idx, h, rdp=rdp, qs=qs, ts=ts: rdp.epsilon(v, qs[idx], ts[idx], idx, h))
+        try:
+            guess[todo] = np.exp(_solve(guide, rdp, target[todo], delta[todo])["x_ok"])
+            break
+        except _Limit as err:
+            todo = np.delete(todo, err.index)
+    return dataclasses.replace(problem, guess=guess, first_step=_PLD_FIRST_STEP, step_growth=2.0)
 
 
 @_validate.arguments(target_epsilon="numbers", delta="numbers", noise_multiplier="numbers", sampling_rate="numbers", max_steps="int", orders="array?")
