@@ -268,7 +268,7 @@ def test_pld_calibration_meets_its_target_and_beats_rdp():
 def test_pld_noise_search_starts_at_the_rdp_answer(monkeypatch):
     """Small noise, few steps (q = 0.001, 25 steps, eps 1): the zCDP first guess (0.0245) is 22x
     below the answer (0.535), and the PLD is most costly to compute at small noise (a 49 s
-    calibration spent 38 s there). Started at the RDP accountant's answer instead, the search
+    calibration spent 31 s there). Started at the RDP accountant's answer instead, the search
     never computes the PLD below half the answer, and its ends are what the PLD accountant,
     asked afresh, puts on each side of the target (the value agrees with dp_accounting's pinned
     calibration: test_accountant_edges.py)."""

@@ -649,8 +649,8 @@ def _pld_noise_start(problem: _Problem, acc: _Accountant, target, delta, q, t) -
     noise is small (q = 0.001, 25 steps, eps 1: 0.0245 against 0.535), so the bracket's x2 steps
     up from it computed the PLD at its most expensive points (31 s of a 49 s calibration). The RDP
     answer bounds the exact one from above and the PLD's is close to the exact one (1.45-1.52x
-    below the RDP answer at 1 and 25 steps, 1.05-1.07x at 1,000-10,000): the bracket then closes after one or two
-    cheap steps. Only the start changes: the answer is the same search's end, as checked as
+    below the RDP answer at 1 and 25 steps, 1.05-1.07x at 1,000-10,000): the bracket then closes
+    after one or two cheap steps. Only the start changes: the answer is the same search's end, as checked as
     ever. Where the RDP accountant does not apply (Laplace noise, fixed-size batches,
     replace-one adjacency with q < 1) the zCDP guess and steps of x2 stay; a configuration of
     a batch that the RDP accountant cannot calibrate keeps the zCDP guess (with the growing
