@@ -40,6 +40,65 @@ def test_philox_matches_the_random123_known_answers(x64):
             assert tuple(int(o) for o in out) == expected
 
 
+def test_philox_as_two_64_bit_words_gives_the_same_words():
+    """philox4x32_wide (the CPU form: the four words as two uint64) against philox4x32 and the
+    Random123 answers, for random keys and counters, with and without 64-bit mode."""
+    rs = np.random.default_rng(3)
+    key = tuple(jnp.asarray(rs.integers(0, 2**32, 300, dtype=np.uint64).astype(np.uint32)) for _ in range(2))
+    counter = tuple(jnp.asarray(rs.integers(0, 2**32, 300, dtype=np.uint64).astype(np.uint32)) for _ in range(4))
+    for x64 in (True, False):
+        with jax.enable_x64(x64):
+            for c, k, expected in PHILOX_KAT:
+                a, b = rng.philox4x32_wide(tuple(jnp.uint32(v) for v in k), tuple(jnp.uint32(v) for v in c))
+                assert (int(a) >> 32, int(a) & 0xFFFFFFFF, int(b) >> 32, int(b) & 0xFFFFFFFF) == expected
+            words = [np.asarray(w).astype(np.uint64) for w in rng.philox4x32(key, counter)]
+            a, b = (np.asarray(v) for v in jax.jit(rng.philox4x32_wide)(key, counter))
+            assert a.dtype == b.dtype == np.uint64
+            assert np.array_equal(a, words[0] << np.uint64(32) | words[1])
+            assert np.array_equal(b, words[2] << np.uint64(32) | words[3])
+
+
+def test_cpu_element_by_element_words_are_the_stacked_words(monkeypatch):
+    """On a CPU the batch words and the normals are built element by element (each element its
+    own Philox evaluation, written out once per step); elsewhere as stacks of a block's words.
+    Both forms give the same words bit for bit (compiled, any count, steps past 2^31), and the
+    normals the same draws to rounding (compiled float arithmetic may fuse differently; eagerly,
+    test_array_normals_are_the_per_coordinate_draws checks them bit for bit)."""
+    words = jax.vmap(rng.chain_words)(jax.random.split(jax.random.key(8), 40))
+    forms = {}
+    for element_wise in (True, False):
+        monkeypatch.setattr(rng, "_one_word_per_element", lambda e=element_wise: e)
+        out = []
+        for count in (1, 2, 7, 128, 1001):
+            for step in (0, 5, 2**31 + 3):
+                out.extend(np.asarray(w) for w in jax.jit(rng.index_words, static_argnums=(2, 3))(words, jnp.uint32(step), rng.BATCH, count))
+        for dtype, x64 in ((jnp.float32, False), (jnp.float64, True)):
+            with jax.enable_x64(x64):
+                for dim in (3, 20, 21):
+                    out.append(np.asarray(jax.jit(rng.normals, static_argnums=(2, 3))(words, jnp.uint32(2**31 + 9), dim, dtype)))
+                    out.append(np.asarray(jax.jit(rng.group_normals_array, static_argnums=(3, 4, 5))(words[:, 0], words[:, 1], 8, 4, dim, dtype)))
+        forms[element_wise] = out
+    integers = [a for a in forms[True] if a.dtype == np.uint32]
+    assert len(integers) == 30
+    for a, b in zip(forms[True], forms[False]):
+        if a.dtype == np.uint32:
+            assert np.array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=8 * np.finfo(a.dtype).eps, atol=8 * np.finfo(a.dtype).eps)
+
+
+def test_a_cpu_step_computes_its_random_words_once():
+    """rng.computed_once keeps its value and, on a CPU, holds a conditional in the compiled
+    program (the operands of a conditional are computed once, before it; XLA could not remove
+    it); elsewhere it is the identity."""
+    x = jnp.arange(6, dtype=jnp.uint32)
+    fn = jax.jit(lambda v, t: rng.computed_once(v * jnp.uint32(2654435761), t))
+    for t in (0, 1, 2**32 - 1):
+        assert np.array_equal(np.asarray(fn(x, jnp.uint32(t))), np.asarray(x * jnp.uint32(2654435761)))
+    compiled = fn.lower(x, jnp.uint32(0)).compile().as_text()
+    assert ("conditional(" in compiled) == (jax.default_backend() == "cpu")
+
+
 def test_64_bit_word_arithmetic_is_exact_with_and_without_x64():
     rs = np.random.default_rng(0)
     high, low = (rs.integers(0, 2**32, 500, dtype=np.uint64).astype(np.uint32) for _ in range(2))
@@ -327,6 +386,10 @@ def test_cpu_pair_blocks_change_no_number(monkeypatch):
     assert runner.pair_block(1, 2048, 128, 20, jnp.float64) == (runner.CPU_PAIR_BLOCK if on_cpu else None)
     assert runner.pair_block(1, 2048, 128, 20, jnp.float32) == (2 * runner.CPU_PAIR_BLOCK if on_cpu else None)
     assert runner.pair_block(2, 2048, 128, 20, jnp.float32) is None  # a mesh of devices: never
+    # a GLM's gathered rows: blocks of about CPU_GATHER_BLOCK_BYTES (the measured best blocks)
+    for dim, dtype, block in ((20, jnp.float32, 512), (20, jnp.float64, 256), (80, jnp.float32, 128), (320, jnp.float64, 16)):
+        assert runner.pair_block(1, 4096, 128, dim, dtype, True) == (block if on_cpu else None)
+    assert runner.pair_block(1, 512, 128, 20, jnp.float32, True) is None  # one block: unblocked
     quadratic = provider_for(bayesian_linear_regression(1.0, 0.5), _pairs(1, True), "quadratic", jnp.float64, samplers.ula(0.01))[0]
     assert runner._rows_per_step(quadratic, samplers.ula(0.01), 23) == 1  # full batches read the tables' sums only
     assert runner._rows_per_step(quadratic, samplers.ula(0.01, clip_norm=1.0), 23) == 23
@@ -346,6 +409,36 @@ def test_cpu_pair_blocks_change_no_number(monkeypatch):
     assert blocked.config["pair_block"] == (16 if on_cpu else None)
     for field in ("positions", "neighbour_positions", "path_loss", "finite"):
         np.testing.assert_array_equal(getattr(blocked, field), getattr(plain, field))
+
+
+def test_glm_pair_blocks_change_no_number_beyond_rounding(monkeypatch):
+    """The GLM path's blocks (sized by their gathered rows' bytes): a clipped logistic
+    regression with uniform batches, 70 pairs in blocks of 8 (the last padded) against all pairs
+    at once. float64: bit for bit. float32: the path losses bit for bit, the positions to the
+    last bit (XLA vectorises a block's float32 row sums by its shape, so their order of
+    summation moves; it did so before the blocks were sized by bytes too)."""
+    from dpjax.bench.logistic import _data, _pair
+    x, y = _data(300, 6)
+    model = dpjax.models.logistic_regression(1.0, 6)
+    sampler = samplers.sgld(0.01, batching="uniform", batch_size=16, clip_norm=0.5)
+    for dtype in (jnp.float64, jnp.float32):
+        with jax.enable_x64(dtype == jnp.float64):
+            kw = dict(num_pairs=70, num_steps=12, record_steps=[4, 12], progress=False, dtype=dtype, engine="glm")
+            monkeypatch.setattr(runner, "CPU_BLOCKING_BYTES", 4 << 20)
+            plain = dpjax.run_coupled(2, model, _pair(x, y), sampler, **kw)
+            assert plain.config["pair_block"] is None
+            monkeypatch.setattr(runner, "CPU_BLOCKING_BYTES", 0)
+            monkeypatch.setattr(runner, "CPU_GATHER_BLOCK_BYTES", 1)
+            blocked = dpjax.run_coupled(2, model, _pair(x, y), sampler, **kw)
+            monkeypatch.undo()
+        assert blocked.config["pair_block"] == (8 if jax.default_backend() == "cpu" else None)
+        np.testing.assert_array_equal(blocked.path_loss, plain.path_loss)
+        np.testing.assert_array_equal(blocked.finite, plain.finite)
+        for field in ("positions", "neighbour_positions"):
+            if dtype == jnp.float64:
+                np.testing.assert_array_equal(getattr(blocked, field), getattr(plain, field))
+            else:
+                np.testing.assert_allclose(getattr(blocked, field), getattr(plain, field), rtol=0, atol=2 * np.finfo(np.float32).eps)
 
 
 def test_float32_chains_keep_full_float32_dot_products(monkeypatch):

@@ -32,6 +32,11 @@ Derived variates, each an exact integer computation or one fixed float formula, 
 
 The 64-bit integer arithmetic runs on uint64 in JAX's 64-bit mode and on 16-bit limbs of uint32
 otherwise; both give the same words (tested), so float32 runs need no 64-bit mode.
+
+How the XLA paths lay the work out depends on the device, never the words: on a CPU the batch
+words and the normals of a step are built element by element (:func:`_one_word_per_element`,
+:func:`philox4x32_wide`) and written out once (:func:`computed_once`); elsewhere as stacks of
+each block's four words.
 """
 from __future__ import annotations
 
@@ -116,6 +121,62 @@ def philox4x32(key: tuple, counter: tuple, rounds: int = PHILOX_ROUNDS) -> tuple
         hi1, lo1 = mul_wide(m1, c2)
         c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
     return c0, c1, c2, c3
+
+
+def philox4x32_wide(key: tuple, counter: tuple, rounds: int = PHILOX_ROUNDS) -> tuple[jax.Array, jax.Array]:
+    """:func:`philox4x32` with its four words held as two uint64 words, A = w0 2^32 + w1 and
+    B = w2 2^32 + w3 (the same words; tested). A round is two multiplications and a few shifts
+    and xors of two values:
+
+        A' = M1 (B >> 32) ^ (A << 32) ^ (k0 << 32),   B' = M0 (A >> 32) ^ (B << 32) ^ (k1 << 32),
+
+    since A' = (hi(M1 c2) ^ c1 ^ k0) 2^32 + lo(M1 c2) and B' likewise with M0 c0. The words are
+    uint64 whatever JAX's 64-bit mode (switched on for this computation alone).
+    """
+    with jax.enable_x64(True):
+        c0, c1, c2, c3 = (_u32(c).astype(jnp.uint64) for c in counter)
+        k0, k1 = (_u32(k) for k in key)
+        a, b = (c0 << 32) | c1, (c2 << 32) | c3
+        for r in range(rounds):
+            key0 = (k0 + jnp.uint32((r * PHILOX_W0) & 0xFFFFFFFF)).astype(jnp.uint64) << 32
+            key1 = (k1 + jnp.uint32((r * PHILOX_W1) & 0xFFFFFFFF)).astype(jnp.uint64) << 32
+            a, b = (jnp.uint64(PHILOX_M1) * (b >> 32)) ^ (a << 32) ^ key0, (jnp.uint64(PHILOX_M0) * (a >> 32)) ^ (b << 32) ^ key1
+        return a, b
+
+
+def _halves(word: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(high, low) uint32 halves of a uint64 word."""
+    with jax.enable_x64(True):
+        return (word >> 32).astype(jnp.uint32), word.astype(jnp.uint32)
+
+
+def _one_word_per_element() -> bool:
+    """Whether the XLA array paths draw each output element from its own Philox evaluation.
+
+    XLA's CPU backend fuses no computation with several outputs. Stacking a block's words (or the
+    draws made from them) along an axis then makes each element of the stack recompute the whole
+    ten rounds, in a loop over an interleaved axis that is not vectorised: the float32 normals of
+    a coupled step ran as scalar code, and its batch words paid four evaluations per block. On a
+    CPU the arrays are instead built element by element, each element evaluating its own block
+    and selecting its word (no stack): the same words, vectorised along the trailing axis, two
+    evaluations per block of batch words. GPUs fuse multi-output computations, so there one
+    evaluation serves a block's four words and the stacked form stays."""
+    return jax.default_backend() == "cpu"
+
+
+def computed_once(tree, step):
+    """``tree`` as it is, computed once into memory before its uses (CPU; elsewhere unchanged).
+
+    XLA duplicates a cheap computation (integer rounds count as cheap) into each fusion that
+    uses it, so a step's Philox words would be evaluated again by every use (the gather, the
+    slot comparisons, each chain's update). A conditional's operands are always computed before
+    it, once; the conditional here always takes its first branch (``step | 1`` is never 0, which
+    XLA cannot prove, so it cannot remove it), and costs one small call per step. Under vmap
+    with a batched ``step`` it would become a select of both branches: the same values."""
+    if not _one_word_per_element():
+        return tree
+    always = (_u32(step) | jnp.uint32(1)) != 0
+    return lax.cond(always, lambda t: t, lambda t: jax.tree.map(jnp.zeros_like, t), tree)
 
 
 def draw_block(k0: jax.Array, k1: jax.Array, step, stream: int, index) -> tuple:
@@ -305,10 +366,42 @@ def _normal_blocks(k0, k1, block_high, block_low, count: int, dtype) -> jax.Arra
     return jnp.stack(parts, axis=-1).reshape(low.shape[:-1] + (count * len(parts),))
 
 
+def _normal_draws_elementwise(k0, k1, step, dim: int, count: int, dtype) -> jax.Array:
+    """The ``count`` draws of a chain's noise stream from draw ``step`` d on, as one array (..., count),
+    each from its own block's words (the CPU form, :func:`_one_word_per_element`): draw j is
+    component j mod P of block j // P, Box–Muller as in :func:`normal_block`, the cosine or the
+    sine selected by the component; written out once (:func:`computed_once`)."""
+    dtype = jnp.dtype(dtype)
+    per = normals_per_block(dtype)
+    first_high, first_low = _first_draw(jnp.broadcast_to(_u32(step), jnp.shape(k0)), dim)
+    low = first_low[..., None] + jnp.arange(count, dtype=jnp.uint32)
+    high = first_high[..., None] + _carry(low, first_low[..., None])
+    block_high, block_low = _shift_right(high, low, per.bit_length() - 1)
+    component = low & jnp.uint32(per - 1)
+    key = (jnp.asarray(k0)[..., None], jnp.asarray(k1)[..., None])
+    a, b = philox4x32_wide(key, (block_low, jnp.full(low.shape, NOISE, jnp.uint32), block_high, jnp.zeros(low.shape, jnp.uint32)))
+    if dtype == jnp.dtype(jnp.float64):
+        # radius from (w0, w1) = A, angle from w2 = the high half of B
+        radius = jnp.sqrt(-2 * jnp.log(uniform_53(*_halves(a))))
+        cos, sin = _sincos_turn(_halves(b)[0], 32, dtype)
+        return computed_once(jnp.where(component == 0, radius * cos, radius * sin), step)
+    if dtype == jnp.dtype(jnp.float32):
+        # components 0 and 1 from (w0, w1) = A, components 2 and 3 from (w2, w3) = B
+        with jax.enable_x64(True):
+            word = jnp.where(component < 2, a, b)
+        radius_word, angle_word = _halves(word)
+        radius = jnp.sqrt(-2 * jnp.log(uniform_24(radius_word)))
+        cos, sin = _sincos_turn(angle_word, 24, dtype)
+        return computed_once(jnp.where((component & jnp.uint32(1)) == 0, radius * cos, radius * sin), step)
+    raise ValueError(f"dtype={dtype} must be float64 or float32")
+
+
 def step_normals_array(k0: jax.Array, k1: jax.Array, step, dim: int, dtype) -> jax.Array:
     """:func:`step_normals` as one array (..., d): the same draws, a program whose size does not
     depend on d. When a step starts mid-block (d not a multiple of P) the blocks it touches are
     drawn and the window at its offset is selected (P - 1 selects of the whole vector)."""
+    if _one_word_per_element():
+        return _normal_draws_elementwise(k0, k1, step, dim, dim, dtype)
     per = normals_per_block(dtype)
     high, low = _first_draw(jnp.broadcast_to(_u32(step), jnp.shape(k0)), dim)
     block_high, block_low = _shift_right(high, low, per.bit_length() - 1)
@@ -328,6 +421,9 @@ def group_normals_array(k0: jax.Array, k1: jax.Array, first, steps: int, dim: in
     per = normals_per_block(dtype)
     if (steps * dim) % per:
         raise ValueError(f"steps={steps} x dim={dim} must be a multiple of {per} normals per block")
+    if _one_word_per_element():
+        draws = _normal_draws_elementwise(k0, k1, first, dim, steps * dim, dtype)
+        return draws.reshape(draws.shape[:-1] + (steps, dim))
     high, low = _first_draw(jnp.broadcast_to(_u32(first), jnp.shape(k0)), dim)
     block_high, block_low = _shift_right(high, low, per.bit_length() - 1)
     draws = _normal_blocks(k0, k1, block_high, block_low, steps * dim // per, dtype)
@@ -348,6 +444,15 @@ def index_words(words: jax.Array, step, stream: int, count: int) -> tuple[jax.Ar
     blocks = -(-count // 2)
     lead = words.shape[:-1]
     step = jnp.broadcast_to(_u32(step), lead)[..., None]
+    if _one_word_per_element():
+        # word j from block j // 2 (A for even j, B for odd), element by element
+        j = jnp.arange(count, dtype=jnp.uint32)
+        block = jnp.broadcast_to(j >> 1, lead + (count,))
+        a, b = philox4x32_wide((words[..., 0:1], words[..., 1:2]), (jnp.broadcast_to(step, block.shape), jnp.full(block.shape, stream, jnp.uint32),
+                                                                 block, jnp.zeros(block.shape, jnp.uint32)))
+        with jax.enable_x64(True):
+            word = jnp.where((j & jnp.uint32(1)) == 0, a, b)
+        return _halves(word)
     w0, w1, w2, w3 = draw_block(words[..., 0:1], words[..., 1:2], step, stream, jnp.arange(blocks, dtype=jnp.uint32))
     high = jnp.stack([w0, w2], axis=-1).reshape(lead + (2 * blocks,))[..., :count]
     low = jnp.stack([w1, w3], axis=-1).reshape(lead + (2 * blocks,))[..., :count]

@@ -47,13 +47,14 @@ from ..samplers.batching import FullBatch
 from ..samplers.kernel import LangevinSampler
 from . import hosts, randomness, reference
 from .detect import glm_form_of, quadratic_form_of
-from .gradients import QuadraticGradients, provider_for
+from .gradients import GLMGradients, QuadraticGradients, provider_for
 
 ENGINES = ("auto", "reference", "quadratic", "glm", "batched", "pallas", "pallas-glm")
 # up to this dimension a quadratic model's tables (O(b d^2) a step) beat its GLM form (O(b d))
 QUADRATIC_MAX_DIM = 2
 CPU_PAIR_BLOCK = 64  # pairs per block in float64; float32 blocks hold twice as many (the same bytes)
 CPU_BLOCKING_BYTES = 4 << 20  # pairs' rows of a step beyond which the CPU loop runs pairs in blocks
+CPU_GATHER_BLOCK_BYTES = 10 << 20  # a block's gathered GLM rows of one step (both chains' share), on CPU
 CHECKPOINT_KEYS = ("step", "position", "neighbour_position", "path_loss", "finite", "num_recorded", "rec_position", "rec_neighbour_position", "rec_path_loss")
 
 
@@ -164,7 +165,7 @@ def default_unroll() -> int:
     return 1 if jax.default_backend() == "cpu" else 8
 
 
-def pair_block(num_devices: int, num_pairs: int, rows_per_step: int, dim: int, dtype) -> Optional[int]:
+def pair_block(num_devices: int, num_pairs: int, rows_per_step: int, dim: int, dtype, gathered_rows: bool = False) -> Optional[int]:
     """Pairs per block of the XLA loop (:func:`.reference.advance`), or None (all pairs at once).
 
     :data:`CPU_PAIR_BLOCK` pairs (float64; as many bytes of rows in float32: twice the pairs) on
@@ -174,12 +175,25 @@ def pair_block(num_devices: int, num_pairs: int, rows_per_step: int, dim: int, d
     2,048 pairs, on a 2-core x86 CPU; in float32, blocks of 128 pairs ran 1.12x blocks of 64,
     256 0.96x: median of 9 alternating rounds). A smaller working set fits the cache unblocked,
     and blocks would only multiply the loop's iterations (1.7x slower for cyclic SGLD, d = 1,
-    b = 1, 4,096 pairs). None on accelerators and meshes. Changes no number."""
+    b = 1, 4,096 pairs). None on accelerators and meshes. Pairs are independent: in float64 the
+    blocks change no number; in float32 a block's shape may change the order XLA sums a GLM's
+    rows in, by the last bit of a position (tested).
+
+    ``gathered_rows`` (the GLM path's gathered batches, whose rows are d wide): the block holds
+    about :data:`CPU_GATHER_BLOCK_BYTES` of a step's rows (the power of two of pairs nearest to
+    it, 8 at least). Measured on a 2-core x86 CPU (AVX-512; logistic regression, b = 128,
+    2,048 pairs, alternating rounds) the best block was 512 pairs at d = 20 in float32, 256 in
+    float64, 128 at d = 80 in float32 and 16 at d = 320 in float64: about 10 MiB each time,
+    and 1.1-1.8x the pair-steps/s of the fixed blocks of 64 or 128 pairs."""
     itemsize = jnp.dtype(dtype).itemsize
-    block = CPU_PAIR_BLOCK * max(1, 8 // itemsize)
+    working_set = num_pairs * 2 * rows_per_step * (dim + 1) * itemsize
+    if gathered_rows:
+        per_pair = working_set / num_pairs
+        block = max(8, 2 ** round(math.log2(max(1.0, CPU_GATHER_BLOCK_BYTES / per_pair))))
+    else:
+        block = CPU_PAIR_BLOCK * max(1, 8 // itemsize)
     if jax.default_backend() != "cpu" or num_devices != 1 or num_pairs <= block:
         return None
-    working_set = num_pairs * 2 * rows_per_step * (dim + 1) * itemsize
     return block if working_set > CPU_BLOCKING_BYTES else None
 
 
@@ -248,7 +262,8 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
     x0 = _start(init, chain_keys, num_pairs, padded, dim, dtype, chains)
     state = reference.PairState(x0, x0, _global(np.zeros(padded, dtype), chains), _global(np.ones(padded, bool), chains))
 
-    block = pair_block(num_devices, padded, _rows_per_step(provider, sampler, n), dim, dtype)
+    gathered_rows = isinstance(provider, GLMGradients) and (not sampler.batching.dense or provider.capacity is not None)
+    block = pair_block(num_devices, padded, _rows_per_step(provider, sampler, n), dim, dtype, gathered_rows)
     xla_advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider,
                                                              num_slots=n, unroll=unroll, pair_block=block)
     advance = xla_advance

@@ -199,7 +199,8 @@ class UniformWithReplacement(_FixedSize):
     def batch(self, words, state, step, num_slots):
         b = self.batch_size_
         high, low = rng.index_words(words, step, rng.BATCH, b)
-        return Batch(rng.uniform_index(high, low, num_slots), _ones(b), jnp.asarray(num_slots / b, _float_dtype()))
+        # written out once: the gather and the slot comparisons of a step all read them
+        return Batch(rng.computed_once(rng.uniform_index(high, low, num_slots), step), _ones(b), jnp.asarray(num_slots / b, _float_dtype()))
 
 
 @register_pytree()
@@ -245,7 +246,7 @@ class Poisson(BatchingScheme):
 
     def batch(self, words, state, step, num_slots):
         high, low = rng.index_words(words, step, rng.INCLUSION, num_slots)
-        w = rng.bernoulli(high, low, self.rate).astype(_float_dtype())
+        w = rng.computed_once(rng.bernoulli(high, low, self.rate).astype(_float_dtype()), step)
         return Batch(jnp.arange(num_slots, dtype=jnp.int32), w, (1.0 / jnp.asarray(self.rate)).astype(w.dtype))
 
 
