@@ -35,8 +35,8 @@ otherwise; both give the same words (tested), so float32 runs need no 64-bit mod
 
 How the XLA paths lay the work out depends on the device, never the words: on a CPU the batch
 words and the normals of a step are built element by element (:func:`_one_word_per_element`,
-:func:`philox4x32_wide`) and written out once (:func:`computed_once`); elsewhere as stacks of
-each block's four words.
+:func:`philox4x32_wide`), and the batch and (for steps that read few records) the normals are
+written out once (:func:`computed_once`); elsewhere as stacks of each block's four words.
 """
 from __future__ import annotations
 
@@ -370,7 +370,7 @@ def _normal_draws_elementwise(k0, k1, step, dim: int, count: int, dtype) -> jax.
     """The ``count`` draws of a chain's noise stream from draw ``step`` d on, as one array (..., count),
     each from its own block's words (the CPU form, :func:`_one_word_per_element`): draw j is
     component j mod P of block j // P, Box–Muller as in :func:`normal_block`, the cosine or the
-    sine selected by the component; written out once (:func:`computed_once`)."""
+    sine selected by the component."""
     dtype = jnp.dtype(dtype)
     per = normals_per_block(dtype)
     first_high, first_low = _first_draw(jnp.broadcast_to(_u32(step), jnp.shape(k0)), dim)
@@ -384,7 +384,7 @@ def _normal_draws_elementwise(k0, k1, step, dim: int, count: int, dtype) -> jax.
         # radius from (w0, w1) = A, angle from w2 = the high half of B
         radius = jnp.sqrt(-2 * jnp.log(uniform_53(*_halves(a))))
         cos, sin = _sincos_turn(_halves(b)[0], 32, dtype)
-        return computed_once(jnp.where(component == 0, radius * cos, radius * sin), step)
+        return jnp.where(component == 0, radius * cos, radius * sin)
     if dtype == jnp.dtype(jnp.float32):
         # components 0 and 1 from (w0, w1) = A, components 2 and 3 from (w2, w3) = B
         with jax.enable_x64(True):
@@ -392,7 +392,7 @@ def _normal_draws_elementwise(k0, k1, step, dim: int, count: int, dtype) -> jax.
         radius_word, angle_word = _halves(word)
         radius = jnp.sqrt(-2 * jnp.log(uniform_24(radius_word)))
         cos, sin = _sincos_turn(angle_word, 24, dtype)
-        return computed_once(jnp.where((component & jnp.uint32(1)) == 0, radius * cos, radius * sin), step)
+        return jnp.where((component & jnp.uint32(1)) == 0, radius * cos, radius * sin)
     raise ValueError(f"dtype={dtype} must be float64 or float32")
 
 

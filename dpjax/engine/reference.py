@@ -88,9 +88,9 @@ def poisson_sums(provider, sampler, x, xp, data, index, batch: Batch) -> tuple[j
     return sum_d, sum_n
 
 
-@functools.partial(jax.jit, static_argnames=("provider", "num_slots", "unroll", "pair_block"))
+@functools.partial(jax.jit, static_argnames=("provider", "num_slots", "unroll", "pair_block", "normals_once"))
 def advance(sampler, data, index, words, chain_state, state: PairState, start, count, *, provider, num_slots: int, unroll: int,
-            pair_block: Optional[int] = None) -> PairState:
+            pair_block: Optional[int] = None, normals_once: bool = True) -> PairState:
     """Steps start, ..., start + count - 1 of every pair (``words``, ``chain_state``: (K, ...)).
 
     One loop over groups of consecutive steps on the absolute grid of multiples of the group
@@ -105,15 +105,24 @@ def advance(sampler, data, index, words, chain_state, state: PairState, start, c
     the steps (the last block padded with copies of the first pair, dropped after), so that a
     step's working set (a block's gathered rows) stays in a CPU's cache; None: all pairs at once
     (accelerators). Pairs are independent: the blocking changes no number.
+
+    ``normals_once``: on a CPU, write each step's (or group's) normal draws out once before the
+    step reads them (:func:`.randomness.computed_once`), for steps that read few records (a
+    batch, a quadratic model's tables), where the draws are much of the work: XLA's CPU backend
+    would otherwise recompute them from the Philox rounds in each fusion that reads them
+    (cyclic SGLD, d = 1: 1.7x the pair-steps/s). False for steps that read every record, where
+    the draws are a sliver of the work and the write costs more than it saves (0.7x for ULA on
+    the general path). Changes no word; the draws' float arithmetic may round differently.
     """
     with rng.wide_products():
         return _advance(sampler, data, index, words, chain_state, state, start, count, provider=provider, num_slots=num_slots, unroll=unroll,
-                        pair_block=pair_block)
+                        pair_block=pair_block, normals_once=normals_once)
 
 
-def _advance(sampler, data, index, words, chain_state, state, start, count, *, provider, num_slots, unroll, pair_block):
+def _advance(sampler, data, index, words, chain_state, state, start, count, *, provider, num_slots, unroll, pair_block, normals_once):
     num_pairs = words.shape[0]
-    run = functools.partial(_advance_pairs, sampler, data, index, start=start, count=count, provider=provider, num_slots=num_slots, unroll=unroll)
+    run = functools.partial(_advance_pairs, sampler, data, index, start=start, count=count, provider=provider, num_slots=num_slots, unroll=unroll,
+                            normals_once=normals_once)
     if pair_block is None or num_pairs <= pair_block:
         return run(words, chain_state, state)
     blocks = -(-num_pairs // pair_block)
@@ -127,7 +136,8 @@ def _advance(sampler, data, index, words, chain_state, state, start, count, *, p
     return jax.tree.map(lambda leaf: leaf.reshape((padded,) + leaf.shape[2:])[:num_pairs], out)
 
 
-def _advance_pairs(sampler, data, index, words, chain_state, state: PairState, *, start, count, provider, num_slots: int, unroll: int) -> PairState:
+def _advance_pairs(sampler, data, index, words, chain_state, state: PairState, *, start, count, provider, num_slots: int, unroll: int,
+                   normals_once: bool = True) -> PairState:
     """:func:`advance` on one block of pairs."""
     dim, dtype = state.position.shape[1], state.position.dtype
     group = steps_per_group(dim, dtype, unroll)
@@ -143,7 +153,7 @@ def _advance_pairs(sampler, data, index, words, chain_state, state: PairState, *
         # one copy of the step; each step draws its own normals (the blocks it touches)
         def one_step(t, carry):
             state, cursor = carry
-            return step_pairs(words, chain_state, cursor, state, t, _step_normals(k0, k1, t, dim, dtype))
+            return step_pairs(words, chain_state, cursor, state, t, _step_normals(k0, k1, t, dim, dtype, normals_once))
 
         return jax.lax.fori_loop(start, stop, one_step, (state, cursor))[0]
 
@@ -154,7 +164,7 @@ def _advance_pairs(sampler, data, index, words, chain_state, state: PairState, *
 
     def one_group(i, carry):
         first = first_group + i * group
-        z = _group_normals(k0, k1, first, group, dim, dtype)
+        z = _group_normals(k0, k1, first, group, dim, dtype, normals_once)
         for u in range(group):
             t = first + u
             new = step_pairs(words, chain_state, carry[1], carry[0], t, z[u])
@@ -176,19 +186,24 @@ GROUPED_MAX_DIM = 8
 # not grow with d. At d = 1 the array form ran the whole coupled step 3x slower on a 2-core x86
 # CPU (its interleaving reshape is not fused), so small d keeps the per-coordinate form. Both
 # give the same draws (test_engine.test_array_normals_are_the_per_coordinate_draws).
-def _step_normals(k0, k1, step, dim: int, dtype) -> jax.Array:
-    """(K, d) normals of ``step``."""
+def _step_normals(k0, k1, step, dim: int, dtype, once: bool = True) -> jax.Array:
+    """(K, d) normals of ``step`` (``once``: written out once, :func:`advance`)."""
     if dim <= GROUPED_MAX_DIM:
-        return jnp.stack(rng.step_normals(k0, k1, step, dim, dtype), axis=-1)
-    return rng.step_normals_array(k0, k1, step, dim, dtype)
+        z = jnp.stack(rng.step_normals(k0, k1, step, dim, dtype), axis=-1)
+    else:
+        z = rng.step_normals_array(k0, k1, step, dim, dtype)
+    return rng.computed_once(z, step) if once else z
 
 
-def _group_normals(k0, k1, first, steps: int, dim: int, dtype) -> list:
-    """The (K, d) normals of ``steps`` consecutive steps from ``first`` (a group's first step)."""
+def _group_normals(k0, k1, first, steps: int, dim: int, dtype, once: bool = True) -> list:
+    """The (K, d) normals of ``steps`` consecutive steps from ``first`` (a group's first step;
+    ``once``: written out once, :func:`advance`)."""
     if dim <= GROUPED_MAX_DIM:
-        return [jnp.stack(z, axis=-1) for z in rng.group_normals(k0, k1, first, steps, dim, dtype)]
-    z = rng.group_normals_array(k0, k1, first, steps, dim, dtype)  # (K, steps, d)
-    return [z[:, u] for u in range(steps)]
+        z = [jnp.stack(z, axis=-1) for z in rng.group_normals(k0, k1, first, steps, dim, dtype)]
+    else:
+        array = rng.group_normals_array(k0, k1, first, steps, dim, dtype)  # (K, steps, d)
+        z = [array[:, u] for u in range(steps)]
+    return rng.computed_once(z, first) if once else z
 
 
 def steps_per_group(dim: int, dtype, unroll: int) -> int:

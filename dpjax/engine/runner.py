@@ -263,9 +263,12 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
     state = reference.PairState(x0, x0, _global(np.zeros(padded, dtype), chains), _global(np.ones(padded, bool), chains))
 
     gathered_rows = isinstance(provider, GLMGradients) and (not sampler.batching.dense or provider.capacity is not None)
-    block = pair_block(num_devices, padded, _rows_per_step(provider, sampler, n), dim, dtype, gathered_rows)
+    rows_per_step = _rows_per_step(provider, sampler, n)
+    block = pair_block(num_devices, padded, rows_per_step, dim, dtype, gathered_rows)
+    # steps that read fewer than all n records: the normal draws are much of their work
+    normals_once = rows_per_step < n
     xla_advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider,
-                                                             num_slots=n, unroll=unroll, pair_block=block)
+                                                             num_slots=n, unroll=unroll, pair_block=block, normals_once=normals_once)
     advance = xla_advance
     zero = jnp.asarray(0, jnp.int32)
     if path in ("pallas", "pallas-glm"):
