@@ -251,6 +251,11 @@ def normals_per_block(dtype) -> int:
     return 2 if jnp.dtype(dtype) == jnp.dtype(jnp.float64) else 4
 
 
+def _radius(uniform: jax.Array) -> jax.Array:
+    """Box–Muller's radius sqrt(-2 log u) of a uniform on (0, 1) (both forms of the normals)."""
+    return jnp.sqrt(-2 * jnp.log(uniform))
+
+
 def normal_block(k0: jax.Array, k1: jax.Array, block_high, block_low, dtype) -> tuple:
     """The normal draws of block (block_high 2^32 + block_low) of a chain's noise stream.
 
@@ -260,11 +265,11 @@ def normal_block(k0: jax.Array, k1: jax.Array, block_high, block_low, dtype) -> 
     dtype = jnp.dtype(dtype)
     w0, w1, w2, w3 = philox4x32((k0, k1), (block_low, jnp.full(jnp.shape(block_low), NOISE, jnp.uint32), block_high, jnp.zeros(jnp.shape(block_low), jnp.uint32)))
     if dtype == jnp.dtype(jnp.float64):
-        radius = jnp.sqrt(-2 * jnp.log(uniform_53(w0, w1)))
+        radius = _radius(uniform_53(w0, w1))
         cos, sin = _sincos_turn(w2, 32, dtype)
         return radius * cos, radius * sin
     if dtype == jnp.dtype(jnp.float32):
-        r0, r1 = jnp.sqrt(-2 * jnp.log(uniform_24(w0))), jnp.sqrt(-2 * jnp.log(uniform_24(w2)))
+        r0, r1 = _radius(uniform_24(w0)), _radius(uniform_24(w2))
         c0, s0 = _sincos_turn(w1, 24, dtype)
         c1, s1 = _sincos_turn(w3, 24, dtype)
         return r0 * c0, r0 * s0, r1 * c1, r1 * s1
@@ -382,7 +387,7 @@ def _normal_draws_elementwise(k0, k1, step, dim: int, count: int, dtype) -> jax.
     a, b = philox4x32_wide(key, (block_low, jnp.full(low.shape, NOISE, jnp.uint32), block_high, jnp.zeros(low.shape, jnp.uint32)))
     if dtype == jnp.dtype(jnp.float64):
         # radius from (w0, w1) = A, angle from w2 = the high half of B
-        radius = jnp.sqrt(-2 * jnp.log(uniform_53(*_halves(a))))
+        radius = _radius(uniform_53(*_halves(a)))
         cos, sin = _sincos_turn(_halves(b)[0], 32, dtype)
         return jnp.where(component == 0, radius * cos, radius * sin)
     if dtype == jnp.dtype(jnp.float32):
@@ -390,7 +395,7 @@ def _normal_draws_elementwise(k0, k1, step, dim: int, count: int, dtype) -> jax.
         with jax.enable_x64(True):
             word = jnp.where(component < 2, a, b)
         radius_word, angle_word = _halves(word)
-        radius = jnp.sqrt(-2 * jnp.log(uniform_24(radius_word)))
+        radius = _radius(uniform_24(radius_word))
         cos, sin = _sincos_turn(angle_word, 24, dtype)
         return jnp.where((component & jnp.uint32(1)) == 0, radius * cos, radius * sin)
     raise ValueError(f"dtype={dtype} must be float64 or float32")
@@ -441,7 +446,6 @@ def index_words(words: jax.Array, step, stream: int, count: int) -> tuple[jax.Ar
 
     Block j gives words 2j (its first two uint32) and 2j + 1 (its last two).
     """
-    blocks = -(-count // 2)
     lead = words.shape[:-1]
     step = jnp.broadcast_to(_u32(step), lead)[..., None]
     if _one_word_per_element():
@@ -453,6 +457,7 @@ def index_words(words: jax.Array, step, stream: int, count: int) -> tuple[jax.Ar
         with jax.enable_x64(True):
             word = jnp.where((j & jnp.uint32(1)) == 0, a, b)
         return _halves(word)
+    blocks = -(-count // 2)
     w0, w1, w2, w3 = draw_block(words[..., 0:1], words[..., 1:2], step, stream, jnp.arange(blocks, dtype=jnp.uint32))
     high = jnp.stack([w0, w2], axis=-1).reshape(lead + (2 * blocks,))[..., :count]
     low = jnp.stack([w1, w3], axis=-1).reshape(lead + (2 * blocks,))[..., :count]

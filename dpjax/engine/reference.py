@@ -104,7 +104,8 @@ def advance(sampler, data, index, words, chain_state, state: PairState, start, c
     ``pair_block``: run the pairs in blocks of this many, one block after another through all
     the steps (the last block padded with copies of the first pair, dropped after), so that a
     step's working set (a block's gathered rows) stays in a CPU's cache; None: all pairs at once
-    (accelerators). Pairs are independent: the blocking changes no number.
+    (accelerators). Pairs are independent: in float64 the blocking changes no number; in float32
+    a block's shape may move a GLM's positions by the last bit (:func:`.runner.pair_block`).
 
     ``normals_once``: on a CPU, write each step's (or group's) normal draws out once before the
     step reads them (:func:`.randomness.computed_once`), for steps that read few records (a
