@@ -44,7 +44,7 @@ import math
 from typing import Optional
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from .samples import SplitPair, split_pair
 from .statistics import Statistic, check_confidence, check_delta
@@ -212,7 +212,7 @@ def gdp_lower_bound(
     if effective * min(auc, 1.0 - auc) < MIN_DISCORDANT:
         auc_lower, method = auc - bounded_difference, "distribution-free (McDiarmid)"
     else:
-        auc_lower = auc - stats.norm.ppf(confidence) * math.sqrt(variance)
+        auc_lower = auc - special.ndtri(confidence) * math.sqrt(variance)
     return GDPLowerBound(
         mu=_mu_of_auc(auc_lower),
         mu_estimate=_mu_of_auc(auc),

@@ -17,7 +17,7 @@ import math
 from typing import Optional, Sequence
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special
 from scipy.ndimage import minimum_filter1d
 
 from .. import _validate
@@ -85,7 +85,7 @@ def clopper_pearson_lower(count, n, alpha):
     """
     count = np.asarray(count, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        lo = stats.beta.ppf(alpha, np.maximum(count, 1e-300), n - count + 1.0)
+        lo = special.betaincinv(np.maximum(count, 1e-300), n - count + 1.0, alpha)  # the Beta quantile (as scipy.stats.beta.ppf, without importing scipy.stats: ~0.5 s)
     return np.where(count > 0, lo, 0.0)
 
 
@@ -93,7 +93,7 @@ def clopper_pearson_upper(count, n, alpha):
     """Exact one-sided upper confidence limit (level 1 - alpha) for a binomial proportion."""
     count = np.asarray(count, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        hi = stats.beta.isf(alpha, count + 1.0, np.maximum(n - count, 1e-300))
+        hi = special.betainccinv(count + 1.0, np.maximum(n - count, 1e-300), alpha)  # as scipy.stats.beta.isf
     return np.where(count < n, hi, 1.0)
 
 

@@ -26,7 +26,6 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import stats
 
 from .. import _validate as V
 from .base import Model
@@ -309,6 +308,8 @@ def student_t_log_normaliser(df: float, scale: float) -> float:
 
 @functools.lru_cache(maxsize=32)
 def _truncated_normal_mean_contamination(sigma, low, high, nu, loc, scale, prior_mean, prior_sd) -> ContaminationModel:
+    from scipy import stats  # here, not at import: scipy.stats takes ~0.5 s to import, and dpjax.models is imported by every run
+
     # log of the t mass on [low, high], from whichever tail avoids cancellation
     za, zb = (low - loc) / scale, (high - loc) / scale
     if za >= 0:

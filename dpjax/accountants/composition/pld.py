@@ -118,7 +118,7 @@ def _discretise_one(kind: str, length: int, step: float, sigma, q, k_lo):
 DISCRETISE_BLOCK = 2048  # grid cells per block of the blocked discretisation
 
 
-def _discretise_block(kind: str, step: float, sigma, q, k_first, offset, cells):
+def _discretise_block(kind: str, step: float, sigma, q, k_first, offset, cells, mirrored=False):
     """One block of :func:`_discretise_one`'s work on a longer grid: the final masses of the
     DISCRETISE_BLOCK points (k_first + j) h, j < DISCRETISE_BLOCK, of a grid of ``cells`` cells
     whose point 0 is ``offset`` points before k_first. Point j takes the lower share of cell j
@@ -130,11 +130,13 @@ def _discretise_block(kind: str, step: float, sigma, q, k_first, offset, cells):
     block).
 
     Blocks make the work proportional to each grid's own length (no padding of short grids to
-    a common one) with one compiled program for any length."""
+    a common one) with one compiled program for any length. ``mirrored`` (may be traced): the
+    mirror of ``kind``'s pair (:func:`pld_pairs.mirrored_tails`), so the remove and add pairs
+    share that program too."""
     b = DISCRETISE_BLOCK
     losses = (k_first - 1 + jnp.arange(b + 2)) * step  # points -1 .. b: cells -1 .. b - 1
     top = jnp.clip(cells - offset + 1, 0, b + 1)  # index of the grid's top point in ``losses`` (clipped)
-    log_p_cell, log_q_cell, log_below, log_above = _log_cells(kind, losses, sigma, q, 1, top)
+    log_p_cell, log_q_cell, log_below, log_above = _log_cells(kind, losses, sigma, q, 1, top, mirrored)
     cell = offset - 1 + jnp.arange(b + 1)  # grid index of each evaluated cell
     real = (cell >= 0) & (cell < cells)
     p_cell = jnp.where(real, jnp.exp(log_p_cell), 0.0)
@@ -147,16 +149,19 @@ def _discretise_block(kind: str, step: float, sigma, q, k_first, offset, cells):
     return pess, p_cell[1:], log_below, log_above
 
 
-def _log_cells(kind: str, losses, sigma, q, first, last):
+def _log_cells(kind: str, losses, sigma, q, first, last, mirrored=False):
     """(log P-mass, log Q-mass) of the cells between consecutive ``losses``, log P(L <=
     losses[first]) and log P(L > losses[last]): from the pair's cell function where it has one,
-    else by differencing its tails. The barrier stores the cells (tails) once: without it XLA
-    fuses their costly evaluation into each consumer, i.e. computes them two or three times over."""
+    else by differencing its tails (of the mirrored pair where ``mirrored``). The barrier stores
+    the cells (tails) once: without it XLA fuses their costly evaluation into each consumer,
+    i.e. computes them two or three times over."""
+    tails = functools.partial(pld_pairs.mirrored_tails, pld_pairs.TAILS[kind], mirrored=mirrored)
     if kind in pld_pairs.CELLS:
-        log_p_cell, log_q_cell = jax.lax.optimization_barrier(pld_pairs.CELLS[kind](losses, sigma, q))
-        p_sf, p_cdf, _, _ = pld_pairs.TAILS[kind](jnp.stack([losses[first], losses[last]]), sigma, q)
+        cells = pld_pairs.mirrored_cells(pld_pairs.CELLS[kind], losses, sigma, q, mirrored)
+        log_p_cell, log_q_cell = jax.lax.optimization_barrier(cells)
+        p_sf, p_cdf, _, _ = tails(jnp.stack([losses[first], losses[last]]), sigma, q)
         return log_p_cell, log_q_cell, p_cdf[0], p_sf[1]
-    p_sf, p_cdf, q_sf, q_cdf = jax.lax.optimization_barrier(pld_pairs.TAILS[kind](losses, sigma, q))
+    p_sf, p_cdf, q_sf, q_cdf = jax.lax.optimization_barrier(tails(losses, sigma, q))
     return _cell_log_masses(p_sf, p_cdf), _cell_log_masses(q_sf, q_cdf), p_cdf[first], p_sf[last]
 
 

@@ -90,8 +90,11 @@ def chunk_budget() -> ChunkBudget:
 # The grid interval ``step`` is traced, never static, in every jitted function here: the shapes
 # (grid lengths, FFT sizes) decide what compiles, not the value of h.
 @functools.partial(jax.jit, static_argnames=("kind",))
-def _blocks_batch(sigma, q, k_first, offset, cells, kind, step):
-    fn = lambda s, r, k, o, c: _pld._discretise_block(kind, step, s, r, k, o, c)  # noqa: E731
+def _blocks_batch(sigma, q, k_first, offset, cells, kind, step, mirrored):
+    """The blocks of :func:`_pld._discretise_block` for ``kind``'s pair, or its mirror where
+    ``mirrored`` (traced: an add pair shares its remove pair's program, which costs 0.5-0.8 s
+    to compile on a 2-core CPU, measured)."""
+    fn = lambda s, r, k, o, c: _pld._discretise_block(kind, step, s, r, k, o, c, mirrored)  # noqa: E731
     return jax.vmap(fn)(sigma, q, k_first, offset, cells)
 
 
@@ -134,9 +137,10 @@ def _discretise_exact(kind, sigma, q, k_lo, k_hi, width, step, optimistic=True):
     item = np.repeat(np.arange(sig.size), nb)
     block0 = np.cumsum(nb) - nb
     off = (np.arange(int(nb.sum())) - block0[item]) * b
+    base, mirrored = pld_pairs.unmirrored(kind)
     pess_b, opt_b, log_below, log_above = _in_chunks_device(
         _blocks_batch, (sig[item], qq[item], lo[item] + off, off, cells[item]), chunk_budget().blocks_per_call,
-        fit=_fit_blocks, kind=kind, step=step)
+        fit=_fit_blocks, kind=base, step=step, mirrored=np.bool_(mirrored))
     # rows for a power of two of configurations (the last item repeated): the row arrays' shapes
     # depend on the batch size's bucket alone
     rows = _next_pow2(nconf) * stages
@@ -204,10 +208,11 @@ def _fit_chunk(chunk: int, total: int) -> int:
 
 def _fit_blocks(chunk: int, total: int) -> int:
     """The chunk size for ``total`` blocks of the discretisation: ``chunk``, or an eighth of it
-    when that holds them all. Two shapes per pair kind, not one per power of two: its program
-    (the pair's log-tails on 2^11 cells a block) is among the engine's slowest to compile (5-7 s
-    each on a loaded 2-core CPU, measured; several times a small grid's whole run), while an eighth of a CPU call
-    (8 blocks, 2^14 cells) is computed in about a millisecond. Padding blocks repeat the last
+    when that holds them all. Two shapes per pair (an add pair shares its remove pair's), not
+    one per power of two: its program (the pair's log-tails on 2^11 cells a block) is among the
+    engine's slowest to compile (5-7 s each on a loaded 2-core CPU, measured; several times a
+    small grid's whole run), while an eighth of a CPU call (8 blocks, 2^14 cells) is computed
+    in about a millisecond. Padding blocks repeat the last
     and are cut off (:func:`_assemble_rows` reads each item's own blocks), so no number
     depends on it (tests/test_pld.py::test_chunk_budget_changes_no_number)."""
     small = max(1, chunk // 8)
@@ -249,17 +254,24 @@ def _compose_batch(pmf, inf, k_lo, steps, k_hi, start, lambdas, lm_pos, lm_neg, 
 
     ``pessimistic`` is traced, not static: both sides' windows are formed (a few elementwise
     passes over n points, beside the FFTs) and one is selected, exactly (a select copies its
-    operand), so the two sides of a set share one compiled program. XLA on a CPU compiles each
+    operand), and the tilted compositions sit in a conditional that only the pessimistic side
+    takes, so the two sides of a set share one compiled program. XLA on a CPU compiles each
     of a program's ~50-70 kernels separately (~40-100 ms each, whatever its size), so a second
-    program per FFT length cost as much as the first (measured: 1.5-2.5 s each)."""
+    program per FFT length cost as much as the first (measured: 1.5-2.5 s each; 0.25-0.3 s
+    for the optimistic side's program without tilts)."""
+
+    def tilted_bound(p, lo, t, hi, st):
+        # the tilts as one batch (vmapped): one copy of the composition in the program, not one per tilt
+        targets = jnp.stack([jnp.asarray(delta if target is None else target, jnp.float64) for target in tilts])
+        lam_t = jax.vmap(lambda target: _pld.tilt_order(p, lo, t, step, target))(targets)
+        bounds = jax.vmap(lambda lam: _pld.tilted_upper_bound(n, step, p, lo, t, hi, st, lam, nbits))(lam_t)
+        return jnp.min(bounds, axis=0)
 
     def one(p, i, lo, t, hi, st, lam, lp, ln):
         out, inf_out, tau_up, tau_lo, roundoff = _pld._compose_one(n, step, p, i, lo, t, hi, st, lam, lp, ln, nbits)
         bound = None
-        for target in tilts:
-            lam_t = _pld.tilt_order(p, lo, t, step, delta if target is None else target)
-            b = _pld.tilted_upper_bound(n, step, p, lo, t, hi, st, lam_t, nbits)
-            bound = b if bound is None else jnp.minimum(bound, b)
+        if tilts:  # the optimistic side reads no bound: its branch writes +inf, computing nothing
+            bound = jax.lax.cond(pessimistic, tilted_bound, lambda *_: jnp.full(n, jnp.inf), p, lo, t, hi, st)
         out_p, inf_p = _pld.pessimistic_window(out, inf_out, tau_up, tau_lo, roundoff, bound)
         out = jnp.where(pessimistic, out_p, out)
         inf_side = jnp.where(pessimistic, inf_p, inf_out)
@@ -502,7 +514,7 @@ def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, d
                 outs = [_compose_batch(
                     pmf_n, inf[pad], k_lo[pad], stepsf[pad], k_hi[pad], start[pad], lambdas[pad], lm_pos[pad], lm_neg[pad],
                     d, n=n, step=step, keep=keep and d_i == 0, nbits=nbits, parallel=budget.parallel_scans,
-                    pessimistic=bool(pessimistic), tilts=tilts if pessimistic else ()) for d_i, d in enumerate(deltas)]
+                    pessimistic=bool(pessimistic), tilts=tilts) for d_i, d in enumerate(deltas)]
                 if keep:
                     collect(part, jax.device_get(outs))
                 else:
@@ -515,8 +527,9 @@ def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, d
     # per configuration, too large to hold for a whole batch). A kept pessimistic PLD is always
     # bounded through tilted compositions aimed at KEPT_TILTS (it may be asked any delta later);
     # for eps alone one tilt aimed at the asked delta, where TILT_NEEDED / TILT_ALWAYS_BELOW say
+    # (both sides of a set dispatch the same tilts: one compiled program, the optimistic side skips them)
     todo = np.flatnonzero(~over)
-    at_once = pessimistic and tilt and not keep and float(np.min(deltas)) < TILT_ALWAYS_BELOW
+    at_once = tilt and not keep and float(np.min(deltas)) < TILT_ALWAYS_BELOW
     dispatch(todo, tilts=KEPT_TILTS if (tilt and keep) else ((None,) if at_once else ()))
     if pessimistic and tilt and not keep and not at_once and todo.size:
         need = todo[res["roundoff"][todo] > TILT_NEEDED * float(np.min(deltas))]

@@ -149,13 +149,6 @@ def gaussian_remove_tails(l, sigma, q):
     return _gaussian_remove_both(x, sigma, q)
 
 
-def gaussian_add_tails(l, sigma, q):
-    # L_add(x) = -L_remove(x) is decreasing in x: L_add > l  <=>  x < x_remove(-l)
-    x = _gaussian_remove_inverse(-l, sigma, q)
-    q_sf, q_cdf, p_sf0, p_cdf0 = _gaussian_remove_both(x, sigma, q)
-    return p_cdf0, p_sf0, q_cdf, q_sf
-
-
 def _gaussian_replace_inverse(l, sigma, q):
     """x with L(x) = l for the replace pair, from the quadratic in t = exp(x / (2 s^2)):
     q c t^2 + a (1 - e^l) t - e^l q c = 0, a = 1 - q, c = exp(-1 / (8 s^2)); in log-space
@@ -183,14 +176,6 @@ def gaussian_remove_cells(l, sigma, q):
     """(log P(l_k < L <= l_{k+1}), log Q(l_k < L <= l_{k+1})) of the remove pair for increasing
     l (n+1,) -> (n,) each: L increasing in x, so the cells are x in (x(l_k), x(l_{k+1})]."""
     return _gaussian_component_cells(_gaussian_remove_inverse(l, sigma, q), sigma, q)
-
-
-def gaussian_add_cells(l, sigma, q):
-    """As :func:`gaussian_remove_cells` for the add pair: L_add(x) = -L_remove(x) decreases, so
-    the cell (l_k, l_{k+1}] is x in [x_remove(-l_{k+1}), x_remove(-l_k)), and P, Q swap roles."""
-    x = _gaussian_remove_inverse(-l[::-1], sigma, q)  # increasing
-    mix, c0 = _gaussian_component_cells(x, sigma, q)
-    return c0[::-1], mix[::-1]
 
 
 def gaussian_replace_tails(l, sigma, q):
@@ -230,11 +215,48 @@ def laplace_remove_tails(l, b, q):
     return p_sf, p_cdf, q_sf, q_cdf
 
 
+# --- the add pairs: the remove pairs mirrored ---------------------------------------------------
+def mirrored_tails(tails, l, sigma, q, mirrored):
+    """``tails`` of the mirrored pair where ``mirrored`` (a bool, traced or not), else ``tails``
+    itself. The add pair is the remove pair with P and Q swapped, so its loss is the remove
+    pair's negated (L_add(x) = -L_remove(x)): P_add(L_add > l) = Q_remove(L_remove < -l), and
+    so on for the other three tails. One compiled program serves both directions (the flag is
+    traced); a select copies its operand, so each direction's numbers are those of its own
+    formula. At an atom of L (Laplace) "< -l" becomes "<= -l": the split the module docstring
+    allows either way."""
+    p_sf, p_cdf, q_sf, q_cdf = tails(jnp.where(mirrored, -l, l), sigma, q)
+    return (jnp.where(mirrored, q_cdf, p_sf), jnp.where(mirrored, q_sf, p_cdf),
+            jnp.where(mirrored, p_cdf, q_sf), jnp.where(mirrored, p_sf, q_cdf))
+
+
+def mirrored_cells(cells, l, sigma, q, mirrored):
+    """``cells`` of the mirrored pair where ``mirrored``, as :func:`mirrored_tails`: the cell
+    (l_k, l_{k+1}] of the mirrored loss is the cell [-l_{k+1}, -l_k) of the original one, with
+    P and Q swapped, so the cells are evaluated at -l reversed and read back reversed."""
+    p_cell, q_cell = cells(jnp.where(mirrored, -l[::-1], l), sigma, q)
+    return jnp.where(mirrored, q_cell[::-1], p_cell), jnp.where(mirrored, p_cell[::-1], q_cell)
+
+
+def gaussian_add_tails(l, sigma, q):
+    return mirrored_tails(gaussian_remove_tails, l, sigma, q, True)
+
+
+def gaussian_add_cells(l, sigma, q):
+    """As :func:`gaussian_remove_cells` for the add pair (:func:`mirrored_cells`)."""
+    return mirrored_cells(gaussian_remove_cells, l, sigma, q, True)
+
+
 def laplace_add_tails(l, b, q):
-    x = _laplace_remove_threshold(-l, b, q)  # L_add > l  <=>  L_remove < -l
-    q_sf, q_cdf = _laplace_mixture_tails(x, b, q)
-    p_sf, p_cdf = _laplace_tails(x, b, 0.0)
-    return p_cdf, p_sf, q_cdf, q_sf
+    return mirrored_tails(laplace_remove_tails, l, b, q, True)
+
+
+# each add pair is its remove pair mirrored: the discretisation compiles one program for both
+MIRROR_OF = {"gaussian_add": "gaussian_remove", "laplace_add": "laplace_remove"}
+
+
+def unmirrored(kind: str) -> tuple:
+    """(the kind whose functions compute ``kind``, whether they are mirrored)."""
+    return (MIRROR_OF[kind], True) if kind in MIRROR_OF else (kind, False)
 
 
 # cell masses computed directly (cheaper and more accurate than differencing TAILS)
