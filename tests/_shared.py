@@ -2,7 +2,8 @@
 
 Each is an independent reference or a small piece of set-up written once: the step-by-step
 cyclic-SGLD recursion that paper 000's closed forms are checked against, the comparison of
-paper 003's Algorithm 1 with its numpy reference, the Bayesian
+paper 003's Algorithm 1 with its numpy reference, dp_accounting's RDP eps of noisy SGD (the
+peer the RDP accountant is checked against), the Bayesian
 linear-regression model of the sampler tests, the argument namespaces of the reproductions'
 small runs, and the sweep tests' two tiny problems.
 """
@@ -15,6 +16,17 @@ import jax.numpy as jnp
 import numpy as np
 
 import dpjax
+
+
+def dp_accounting_rdp_epsilon(q, sigma, steps, delta, orders=None) -> float:
+    """dp_accounting's RdpAccountant eps at ``delta`` after ``steps`` Poisson-subsampled
+    Gaussian steps (rate ``q``, noise multiplier ``sigma``), at ``orders`` (its default orders
+    if None): the peer implementation of the same RDP accounting."""
+    import dp_accounting
+
+    acc = dp_accounting.rdp.RdpAccountant() if orders is None else dp_accounting.rdp.RdpAccountant([float(a) for a in orders])
+    acc.compose(dp_accounting.PoissonSampledDpEvent(float(q), dp_accounting.GaussianDpEvent(float(sigma))), int(steps))
+    return acc.get_epsilon(delta)
 
 
 def cyclic_sgld_brute_force(p, r, epochs):

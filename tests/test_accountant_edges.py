@@ -33,6 +33,7 @@ from dpjax.accountants.mechanisms import gaussian as gaussian_module
 
 dpa_pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
 import dp_accounting  # noqa: E402  (after the importorskip)
+from _shared import dp_accounting_rdp_epsilon  # noqa: E402
 
 
 def dp_accounting_eps(sigma, q, steps, delta, h, pessimistic=True):
@@ -282,9 +283,7 @@ def _confirm_refusal(text, target, delta, sigma, q, max_steps, accountant):
     meets" by its RDP accountant's eps (an upper bound) at max_steps within the target.
     Returns whether the text is one of the two and holds."""
     def rdp_eps(steps):
-        acc = dp_accounting.rdp.RdpAccountant()
-        acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), int(steps))
-        return acc.get_epsilon(delta)
+        return dp_accounting_rdp_epsilon(q, sigma, steps, delta)
 
     if "even steps=1 exceeds" in text:
         return (dp_accounting_eps(sigma, q, 1, delta, 1e-3, pessimistic=False) if accountant == "pld" else rdp_eps(1)) > target

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from dpjax.accountants import calibrate_noise_multiplier, calibrate_sampling_rate, calibrate_steps, noisy_sgd_curve
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from _shared import dp_accounting_rdp_epsilon  # noqa: E402
 from test_bad_inputs import Entry, assert_bad_inputs_get_clear_errors  # noqa: E402
 
 # integer orders: where dp_accounting's RDP is exact too (its fractional series can overestimate,
@@ -37,9 +38,7 @@ def eps_dpjax(steps, sigma, q, delta):
 
 
 def eps_dp_accounting(steps, sigma, q, delta):
-    acc = dpa.RdpAccountant(list(ORDERS))
-    acc.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), int(steps))
-    return acc.get_epsilon(delta)
+    return dp_accounting_rdp_epsilon(q, sigma, steps, delta, ORDERS)
 
 
 # --- noise multiplier -------------------------------------------------------------------------

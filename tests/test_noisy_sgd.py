@@ -24,14 +24,9 @@ from dpjax.accountants import (
     rdp_to_epsilon,
     subsampled_gaussian_rdp,
 )
+from _shared import dp_accounting_rdp_epsilon
 
 INTEGER_ORDERS = DEFAULT_ORDERS[DEFAULT_ORDERS == np.round(DEFAULT_ORDERS)]
-
-
-def dp_accounting_epsilon(q, sigma, steps, delta, orders):
-    acc = dp_accounting.rdp.RdpAccountant(list(orders))
-    acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps)
-    return acc.get_epsilon(delta)
 
 
 CONFIGS = [  # (q, sigma, steps): the ranges, corners included
@@ -50,10 +45,10 @@ CONFIGS = [  # (q, sigma, steps): the issue's ranges, corners included
 def test_epsilon_matches_rdp_accountant(q, sigma, steps):
     delta = 1e-5
     ours_int = noisy_sgd_curve(sigma, q, steps, orders=INTEGER_ORDERS).epsilon(delta)
-    assert ours_int == pytest.approx(dp_accounting_epsilon(q, sigma, steps, delta, INTEGER_ORDERS), rel=1e-6)
+    assert ours_int == pytest.approx(dp_accounting_rdp_epsilon(q, sigma, steps, delta, INTEGER_ORDERS), rel=1e-6)
 
     curve = noisy_sgd_curve(sigma, q, steps)
-    ref = dp_accounting_epsilon(q, sigma, steps, delta, DEFAULT_ORDERS)
+    ref = dp_accounting_rdp_epsilon(q, sigma, steps, delta, DEFAULT_ORDERS)
     ours = curve.epsilon(delta)
     assert ours <= ref * (1 + 1e-9)
     assert ours == pytest.approx(dpa.compute_epsilon(DEFAULT_ORDERS, curve.rdp, delta)[0], rel=1e-12)
@@ -68,7 +63,7 @@ def test_vectorised_rdp_to_epsilon_matches_accountant_loop():
     rdp = subsampled_gaussian_rdp(q[:, None], sigma[:, None], INTEGER_ORDERS) * steps[:, None]
     eps = rdp_to_epsilon(INTEGER_ORDERS, rdp, 1e-5)
     for i in range(5):
-        ref = dp_accounting_epsilon(q[i], sigma[i], int(steps[i]), 1e-5, INTEGER_ORDERS)
+        ref = dp_accounting_rdp_epsilon(q[i], sigma[i], int(steps[i]), 1e-5, INTEGER_ORDERS)
         assert eps[i] == pytest.approx(ref, rel=1e-6)
 
 
