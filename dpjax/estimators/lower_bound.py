@@ -85,7 +85,7 @@ def clopper_pearson_lower(count, n, alpha):
     """
     count = np.asarray(count, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        lo = special.betaincinv(np.maximum(count, 1e-300), n - count + 1.0, alpha)  # the Beta quantile (as scipy.stats.beta.ppf, without importing scipy.stats: ~0.5 s)
+        lo = special.betaincinv(np.maximum(count, 1e-300), n - count + 1.0, alpha)  # the Beta quantile (as scipy.stats.beta.ppf, without importing scipy.stats: ~0.4 s)
     return np.where(count > 0, lo, 0.0)
 
 
