@@ -165,6 +165,17 @@ def default_unroll() -> int:
     return 1 if jax.default_backend() == "cpu" else 8
 
 
+def xla_loop_options(provider, sampler: LangevinSampler, num_devices: int, num_pairs: int, num_slots: int, dim: int, dtype) -> dict:
+    """:func:`.reference.advance`'s ``pair_block`` and ``normals_once`` for a run: blocks of pairs
+    by :func:`pair_block` (sized by the gathered rows' bytes on a GLM's gathered batches), and
+    the normal draws written out once for steps that read fewer than all n records (where they
+    are much of a step's work; a step that reads every record keeps them fused)."""
+    gathered_rows = isinstance(provider, GLMGradients) and (not sampler.batching.dense or provider.capacity is not None)
+    rows_per_step = _rows_per_step(provider, sampler, num_slots)
+    return dict(pair_block=pair_block(num_devices, num_pairs, rows_per_step, dim, dtype, gathered_rows),
+                normals_once=rows_per_step < num_slots)
+
+
 def pair_block(num_devices: int, num_pairs: int, rows_per_step: int, dim: int, dtype, gathered_rows: bool = False) -> Optional[int]:
     """Pairs per block of the XLA loop (:func:`.reference.advance`), or None (all pairs at once).
 
@@ -262,13 +273,9 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
     x0 = _start(init, chain_keys, num_pairs, padded, dim, dtype, chains)
     state = reference.PairState(x0, x0, _global(np.zeros(padded, dtype), chains), _global(np.ones(padded, bool), chains))
 
-    gathered_rows = isinstance(provider, GLMGradients) and (not sampler.batching.dense or provider.capacity is not None)
-    rows_per_step = _rows_per_step(provider, sampler, n)
-    block = pair_block(num_devices, padded, rows_per_step, dim, dtype, gathered_rows)
-    # steps that read fewer than all n records: the normal draws are much of their work
-    normals_once = rows_per_step < n
+    loop = xla_loop_options(provider, sampler, num_devices, padded, n, dim, dtype)
     xla_advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider,
-                                                             num_slots=n, unroll=unroll, pair_block=block, normals_once=normals_once)
+                                                             num_slots=n, unroll=unroll, **loop)
     advance = xla_advance
     zero = jnp.asarray(0, jnp.int32)
     if path in ("pallas", "pallas-glm"):
@@ -364,7 +371,7 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
         num_processes=hosts.process_count(),
         engine=path,
         unroll=unroll if path not in ("pallas", "pallas-glm") else None,
-        pair_block=block if path not in ("pallas", "pallas-glm") else None,
+        pair_block=loop["pair_block"] if path not in ("pallas", "pallas-glm") else None,
     )
     return Recording(steps.copy(), rec_x, rec_xp, rec_loss, finite, timings)
 

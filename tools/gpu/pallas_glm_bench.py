@@ -67,8 +67,9 @@ def _dpjax_seconds(model, pair, sampler, pairs: int, steps: int, repeats: int, s
         index = jnp.asarray(pair.index, jnp.int32)
         start, count = jnp.int32(0), jnp.int32(steps)
         kernel = lambda: pallas_glm.advance(sampler_arg, data, index, keys, state, start, count, provider=provider, num_slots=n, mesh=None)
+        loop = runner.xla_loop_options(provider, sampler, 1, pairs, n, model.dim, dtype)  # as run_coupled runs the XLA path
         xla = lambda: reference.advance(sampler_arg, data, index, keys.words, keys.batching, state, start, count, provider=provider, num_slots=n,
-                                        unroll=runner.default_unroll(), pair_block=runner.pair_block(1))
+                                        unroll=runner.default_unroll(), **loop)
         for name, fn in (("kernel", kernel), ("xla_glm", xla)):
             first, median = _timed(fn, repeats)
             out[name] = dict(first_call_s=first, median_s=median, pair_steps_per_s=pairs * steps / median)
