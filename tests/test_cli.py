@@ -107,6 +107,23 @@ def test_bench_contamination_at_tiny_sizes(capsys):
         main(["bench", "contamination", "--models", "gaussian"])
 
 
+def test_bench_startup_measures_fresh_processes(capsys):
+    """`dpjax bench startup`: `dpjax --help` against the bare interpreter in fresh processes, and
+    every task's child script (the PLD curve, the calibration, the first audit) is a program the
+    child can run: each compiles as Python with the compile counter and the report around it."""
+    from dpjax.bench import startup
+    from dpjax.cli import main
+
+    for name, task in startup.TASKS.items():
+        compile(startup._COUNT_COMPILES + task + startup._REPORT, name, "exec")
+    assert set(startup.TASKS) == {"pld_curve(1.0, 0.05, 300)", "calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000)",
+                                  "reproduce breast-cancer-audit --quick"}
+    assert main(["bench", "startup", "--json", "--tasks", "help", "--help-repeats", "1"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["python -c pass (s)"] > 0 and out["dpjax --help (s)"] > 0
+    assert out["dpjax --help / python -c pass"] == pytest.approx(out["dpjax --help (s)"] / out["python -c pass (s)"])
+
+
 @pytest.mark.parametrize("flag, value", [("--particles", "0"), ("--dim", "0"), ("--n", "-1"), ("--dataset-batch", "0"),
                                          ("--datasets", "0"), ("--repeats", "0")])
 def test_bench_contamination_refuses_a_non_positive_size_by_name(flag, value):
