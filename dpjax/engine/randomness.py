@@ -179,13 +179,23 @@ def computed_once(tree, step):
     return lax.cond(always, lambda t: t, lambda t: jax.tree.map(jnp.zeros_like, t), tree)
 
 
-def draw_block(k0: jax.Array, k1: jax.Array, step, stream: int, index) -> tuple:
-    """The four words of block ``index`` of ``stream`` at ``step`` for chains with keys (k0, k1)."""
+def _block_counter(k0: jax.Array, step, stream: int, index) -> tuple:
+    """The Philox counter (step, stream, index, 0) of block ``index`` of ``stream`` at ``step``,
+    broadcast against the chains' keys."""
     step = _u32(step)
     index = _u32(index)
     shape = jnp.broadcast_shapes(jnp.shape(k0), step.shape, index.shape)
-    step = jnp.broadcast_to(step, shape)
-    return philox4x32((k0, k1), (step, jnp.full(shape, stream, jnp.uint32), jnp.broadcast_to(index, shape), jnp.zeros(shape, jnp.uint32)))
+    return jnp.broadcast_to(step, shape), jnp.full(shape, stream, jnp.uint32), jnp.broadcast_to(index, shape), jnp.zeros(shape, jnp.uint32)
+
+
+def draw_block(k0: jax.Array, k1: jax.Array, step, stream: int, index) -> tuple:
+    """The four words of block ``index`` of ``stream`` at ``step`` for chains with keys (k0, k1)."""
+    return philox4x32((k0, k1), _block_counter(k0, step, stream, index))
+
+
+def draw_block_wide(k0: jax.Array, k1: jax.Array, step, stream: int, index) -> tuple:
+    """:func:`draw_block`'s words as two uint64 (:func:`philox4x32_wide`)."""
+    return philox4x32_wide((k0, k1), _block_counter(k0, step, stream, index))
 
 
 def chain_words(chain_key: jax.Array) -> jax.Array:
@@ -256,6 +266,11 @@ def _radius(uniform: jax.Array) -> jax.Array:
     return jnp.sqrt(-2 * jnp.log(uniform))
 
 
+def _noise_counter(block_high, block_low) -> tuple:
+    """The Philox counter (block_low, NOISE, block_high, 0) of a noise block."""
+    return block_low, jnp.full(jnp.shape(block_low), NOISE, jnp.uint32), block_high, jnp.zeros(jnp.shape(block_low), jnp.uint32)
+
+
 def normal_block(k0: jax.Array, k1: jax.Array, block_high, block_low, dtype) -> tuple:
     """The normal draws of block (block_high 2^32 + block_low) of a chain's noise stream.
 
@@ -263,7 +278,7 @@ def normal_block(k0: jax.Array, k1: jax.Array, block_high, block_low, dtype) -> 
     a third; float32: four draws, two (radius, angle) pairs of 24-bit uniforms.
     """
     dtype = jnp.dtype(dtype)
-    w0, w1, w2, w3 = philox4x32((k0, k1), (block_low, jnp.full(jnp.shape(block_low), NOISE, jnp.uint32), block_high, jnp.zeros(jnp.shape(block_low), jnp.uint32)))
+    w0, w1, w2, w3 = philox4x32((k0, k1), _noise_counter(block_high, block_low))
     if dtype == jnp.dtype(jnp.float64):
         radius = _radius(uniform_53(w0, w1))
         cos, sin = _sincos_turn(w2, 32, dtype)
@@ -384,7 +399,7 @@ def _normal_draws_elementwise(k0, k1, step, dim: int, count: int, dtype) -> jax.
     block_high, block_low = _shift_right(high, low, per.bit_length() - 1)
     component = low & jnp.uint32(per - 1)
     key = (jnp.asarray(k0)[..., None], jnp.asarray(k1)[..., None])
-    a, b = philox4x32_wide(key, (block_low, jnp.full(low.shape, NOISE, jnp.uint32), block_high, jnp.zeros(low.shape, jnp.uint32)))
+    a, b = philox4x32_wide(key, _noise_counter(block_high, block_low))
     if dtype == jnp.dtype(jnp.float64):
         # radius from (w0, w1) = A, angle from w2 = the high half of B
         radius = _radius(uniform_53(*_halves(a)))
@@ -451,9 +466,7 @@ def index_words(words: jax.Array, step, stream: int, count: int) -> tuple[jax.Ar
     if _one_word_per_element():
         # word j from block j // 2 (A for even j, B for odd), element by element
         j = jnp.arange(count, dtype=jnp.uint32)
-        block = jnp.broadcast_to(j >> 1, lead + (count,))
-        a, b = philox4x32_wide((words[..., 0:1], words[..., 1:2]), (jnp.broadcast_to(step, block.shape), jnp.full(block.shape, stream, jnp.uint32),
-                                                                 block, jnp.zeros(block.shape, jnp.uint32)))
+        a, b = draw_block_wide(words[..., 0:1], words[..., 1:2], step, stream, j >> 1)
         with jax.enable_x64(True):
             word = jnp.where((j & jnp.uint32(1)) == 0, a, b)
         return _halves(word)
