@@ -80,6 +80,7 @@ TASKS = {
         """
     ),
 }
+_TASK_FLAGS = dict(zip(("pld", "calibrate", "audit"), TASKS))  # --tasks NAME -> the task
 _REPORT = ('done = time.perf_counter()\nprint(json.dumps(dict(answer=float(answer), import_s=imported - start, call_s=done - imported, '
            'cpu_s=time.process_time(), compiles=_Count.misses)))\n')
 
@@ -101,7 +102,7 @@ DP_ACCOUNTING = textwrap.dedent(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per measurement (medians reported; default 3)")
     parser.add_argument("--help-repeats", type=int, default=7, help="fresh processes for `dpjax --help` and its baseline (default 7)")
-    parser.add_argument("--tasks", default="all", choices=["all", "help", "pld", "calibrate", "audit"], help="what to measure (default all)")
+    parser.add_argument("--tasks", default="all", choices=["all", "help", *_TASK_FLAGS], help="what to measure (default all)")
 
 
 def _environment(**extra) -> dict:
@@ -141,7 +142,7 @@ def run(args) -> dict:
         result["python -c pass (s)"] = statistics.median(interpreter)
         result["dpjax --help (s)"] = statistics.median(helps)
         result["dpjax --help / python -c pass"] = statistics.median(helps) / statistics.median(interpreter)
-    chosen = {"all": list(TASKS), "pld": [list(TASKS)[0]], "calibrate": [list(TASKS)[1]], "audit": [list(TASKS)[2]], "help": []}[args.tasks]
+    chosen = list(TASKS) if args.tasks == "all" else [_TASK_FLAGS[args.tasks]] if args.tasks in _TASK_FLAGS else []
     for name in chosen:
         script = _COUNT_COMPILES + TASKS[name] + _REPORT
         off, cold, warm = [], [], []
