@@ -29,6 +29,7 @@ from dpjax.accountants import (
     pld_epsilons,
 )
 from dpjax.accountants.composition import pld as pld_module
+from dpjax.accountants.composition.rdp import DEFAULT_ORDERS
 from dpjax.accountants.mechanisms import gaussian as gaussian_module
 
 dpa_pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
@@ -367,11 +368,38 @@ def test_the_grid_follows_the_candidate_where_the_grid_would_decide():
 def test_steps_for_huge_noise_are_limited_by_the_target_not_the_fft():
     """The issue's calibrate_steps(1.0, 1e-5, 1e6, 0.01): it returned 74,612,062 steps with the
     rejected neighbour at eps = inf. Every step count up to max_steps meets the target (RDP
-    agrees), and the error says so."""
-    with pytest.raises(ValueError, match="every number of steps up to max_steps"):
+    agrees), and the error says so. The PLD calibration asks the RDP bound at max_steps first
+    (its own search walked to 1e12 steps in 21 s): its error names the RDP eps, checked here
+    against the exact binomial sum at integer orders in 40-digit arithmetic (dp_accounting's
+    RDP is off by up to 7% at sigma 1e6, from round-off: 1.373e-14 for 1.280e-14 at order 256)."""
+    import mpmath
+
+    with pytest.raises(ValueError, match="every number of steps up to max_steps") as refused:
         calibrate_steps(1.0, 1e-5, 1e6, 0.01, accountant="pld")
+    quoted = float(re.search(r"eps = ([0-9.e+-]+) at max_steps", str(refused.value)).group(1))
+    with mpmath.workdps(40):
+        q, sigma, steps, delta = mpmath.mpf("0.01"), mpmath.mpf(10) ** 6, mpmath.mpf(10) ** 12, mpmath.mpf("1e-5")
+
+        def eps_at(a):  # Mironov et al. 2019's A_a for integer a, then Balle et al. 2020's conversion
+            log_a = mpmath.log(mpmath.fsum(mpmath.binomial(a, k) * (1 - q) ** (a - k) * q**k * mpmath.exp((k * k - k) / (2 * sigma**2))
+                                           for k in range(a + 1)))
+            return steps * log_a / (a - 1) + mpmath.log1p(-1 / mpmath.mpf(a)) - (mpmath.log(delta) + mpmath.log(a)) / (a - 1)
+
+        exact = float(min(eps_at(int(a)) for a in DEFAULT_ORDERS if a == round(a) and a >= 2))
+    # the minimum sits at order 256, an integer order; the message prints 4 significant digits
+    assert quoted == pytest.approx(exact, rel=1e-4) and exact < 1.0
     with pytest.raises(ValueError, match="every number of steps up to max_steps"):
         calibrate_steps(1.0, 1e-5, 1e6, 0.01, accountant="rdp")
+
+
+def test_steps_the_pld_alone_certifies_are_refused_by_the_pld():
+    """Where the RDP bound at max_steps misses the target but the PLD's meets it (sigma 1, q
+    0.01, 1,000 steps: PLD eps 1.83, RDP 2.10 at delta 1e-5), the PLD's own search decides:
+    the same refusal, with no RDP certificate in it."""
+    assert float(pld_curve(1.0, 0.01, 1000).epsilon(1e-5)) <= 1.95 < dp_accounting_rdp_epsilon(0.01, 1.0, 1000, 1e-5)
+    with pytest.raises(ValueError, match="every number of steps up to max_steps=1000 meets") as refused:
+        calibrate_steps(1.95, 1e-5, 1.0, 0.01, max_steps=1000)
+    assert "RDP" not in str(refused.value)
 
 
 # --- 3. every input a clear error or a right number ------------------------------------------------

@@ -195,3 +195,24 @@ def test_many_subsampled_steps_match_dp_accounting():
         ref = acc.get_epsilon(DELTA)
         assert pess[i] == pytest.approx(ref, abs=2e-4)
         assert opt[i] - 2e-4 <= ref <= pess[i] + 2e-4
+
+
+# --- the delta profile's recurrence in numpy ----------------------------------------------------
+@pytest.mark.parametrize("n, step", [(1, 1e-4), (7, 0.3), (1000, 1e-4), (4097, 0.05), (3000, 2.0)])
+def test_numpy_suffix_recurrence_matches_mpmath(n, step):
+    """y_k = sum_{i >= k} c_i e^{-(i - k) h} by the doubling passes, against the same sums in
+    50-digit arithmetic, on suffix-sum-shaped c (non-increasing, spanning 1e-300..1: the shape
+    the profile feeds it), including steps where e^{-shift h} underflows (h = 2: beyond shift
+    373). Relative error <= 1e-13 at every k (measured ~1e-15; the bound is a tree of at most
+    13 levels of positive sums)."""
+    rng = np.random.default_rng(n)
+    c = np.sort(np.exp(rng.uniform(math.log(1e-300), 0.0, size=n)))[::-1]
+    got = pld_module._suffix_decayed_np(c[None, :], step)[0]
+    with mpmath.workdps(50):
+        r = mpmath.exp(-mpmath.mpf(step))
+        want, acc = [0.0] * n, mpmath.mpf(0)
+        for k in range(n - 1, -1, -1):  # the sequential recurrence, exactly
+            acc = mpmath.mpf(float(c[k])) + r * acc
+            want[k] = float(acc)
+    want = np.array(want)
+    assert np.all(np.abs(got - want) <= 1e-13 * want)
