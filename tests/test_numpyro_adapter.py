@@ -133,3 +133,37 @@ def test_adapter_errors():
 
     with pytest.raises(ValueError, match=r"share names \['x'\]"):
         from_numpyro(linreg, observed_site="y", example_record=data, model_kwargs={"x": 1})
+
+
+def test_latent_discovery_draws_nothing_and_the_density_is_numpyros(monkeypatch):
+    """The trace that finds the latents puts a point of each support in place of a random draw
+    (numpyro's feasible_like): interval, simplex, positive and plated latents, with no random
+    number drawn while adapting. The adapted potential then equals numpyro's own potential
+    energy (its log joint in unconstrained space, Jacobians included) at random thetas."""
+    def m(x, y=None):
+        a = numpyro.sample("a", dist.Uniform(-1.0, 3.0))
+        p = numpyro.sample("p", dist.Dirichlet(jnp.ones(3)))
+        s = numpyro.sample("s", dist.HalfNormal(1.0).expand([2]).to_event(1))
+        with numpyro.plate("groups", 4):
+            u = numpyro.sample("u", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(a + x[..., 0] * s[0] + p[0] + jnp.sum(u), s[1]), obs=y)
+
+    rng = np.random.default_rng(3)
+    data = make_dataset(x=rng.normal(size=(6, 2)), y=rng.normal(size=6))
+
+    def no_draws(*args, **kwargs):
+        raise AssertionError("adapting the model drew random numbers")
+
+    with monkeypatch.context() as patched:
+        for name in ("split", "normal", "uniform", "gamma"):
+            patched.setattr(jax.random, name, no_draws)
+        model = from_numpyro(m, observed_site="y", example_record=data)
+    assert model.dim == 1 + 2 + 2 + 4  # a, p (a 3-simplex: 2 free), s, u, in sorted site order
+    from numpyro.infer.util import potential_energy
+
+    for _ in range(3):
+        theta = rng.normal(size=model.dim)
+        params = {"a": jnp.asarray(theta[0]), "p": jnp.asarray(theta[1:3]), "s": jnp.asarray(theta[3:5]), "u": jnp.asarray(theta[5:])}
+        ours = float(model.potential(jnp.asarray(theta), data))
+        numpyros = float(potential_energy(m, (), {"x": jnp.asarray(data["x"]), "y": jnp.asarray(data["y"])}, params))
+        assert ours == pytest.approx(numpyros, rel=1e-12)

@@ -94,6 +94,17 @@ def _check_arguments(model_fn, observed_site, example_record, likelihood_weight,
     return record
 
 
+def _point_of_support(site: dict):
+    """A value in each latent's support (numpyro's ``feasible_like``), not a random draw, for the
+    trace that finds the latents and their shapes: it samples nothing, so a first from_numpyro
+    compiles no random-number programs (0.55 s of its 1.1 s on a 2-core CPU). Observed sites
+    keep their data."""
+    if site["type"] != "sample" or site["is_observed"]:
+        return None
+    fn = site["fn"]
+    return fn.support.feasible_like(jnp.zeros(fn.shape(site["kwargs"].get("sample_shape", ()))))
+
+
 def from_numpyro(
     model_fn: Callable,
     *,
@@ -125,10 +136,12 @@ def from_numpyro(
         raise ValueError(f"model_kwargs and the record fields share names {sorted(overlap)}; records are passed by field name")
 
     def run(latents: dict | None, record: Mapping[str, Any]):
-        fn = handlers.seed(model_fn, rng_seed=0)
-        if latents is not None:
-            fn = handlers.substitute(fn, data=latents)
-        return handlers.trace(fn).get_trace(**extra, **_batched_record(record))
+        # substitute inside seed: numpyro hands a message to the innermost handler first, so the
+        # latents have their values before seed looks, and no key is split for them (in the
+        # engine's traced step those splits were dead code; in the first trace, compiled work)
+        fn = handlers.substitute(model_fn, data=latents) if latents is not None else handlers.substitute(
+            model_fn, substitute_fn=_point_of_support)
+        return handlers.trace(handlers.seed(fn, rng_seed=0)).get_trace(**extra, **_batched_record(record))
 
     try:
         trace = run(None, example_record)
