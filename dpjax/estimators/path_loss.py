@@ -48,7 +48,10 @@ MAX_BOOTSTRAP_CELLS = 10**8
 
 
 def _check_grid(name: str, value, low: float, low_open: bool) -> np.ndarray:
-    arr = np.atleast_1d(_validate.real_array(name, value))
+    arr = np.atleast_1d(_validate.real_array(name, value, cast=False))
+    if arr.dtype.kind == "b":  # True is not eps = 1 (nor order 1): a flag passed where numbers belong
+        raise _validate.ArgumentKindError(f"{name}={_validate._fmt(value)} violates {name} an array of real numbers: got booleans")
+    arr = arr.astype(np.float64)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array; got shape {np.shape(value)}")
     ok = np.isfinite(arr) & ((arr > low) if low_open else (arr >= low))
