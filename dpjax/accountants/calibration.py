@@ -684,7 +684,7 @@ def _rdp_meets_at(acc: _Accountant, sigma, q, steps: int, target, delta) -> tupl
     PLD asks this first, because its search would otherwise walk up to ``steps`` one PLD at a
     time, compiling a composition per bit length of the step count and refining its grid where
     round-off decides (near 1e10 steps; measured: 21 s for the issue's calibrate_steps(1.0,
-    1e-5, 1e6, 0.01), against 0.1 s here). Only where the RDP accountant applies (Gaussian
+    1e-5, 1e6, 0.01), against 0.2 s here). Only where the RDP accountant applies (Gaussian
     noise, Poisson sampling, add/remove adjacency or full batches)."""
     todo = np.flatnonzero((acc.adjacency == "add-remove") | (q >= 1.0))
     if acc.mechanism != "gaussian" or acc.sampling != "poisson" or not todo.size:
