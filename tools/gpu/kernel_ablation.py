@@ -2,13 +2,13 @@
 with the normal draws swapped for cheaper stand-ins (a timing probe only: the stand-ins are not
 random numbers to use).
 
-    python tools/gpu/kernel_ablation.py float64,float32
+    python tools/gpu/kernel_ablation.py float64,float32      # the dtypes to time, comma-separated
 
 Variants: full (Philox4x32-10 + Box-Muller), cheap_normals (one multiply-xorshift word, no
 transcendental), no_transcendental (Philox kept, Box-Muller replaced by linear maps),
 no_philox (Box-Muller kept, Philox replaced by a multiply).
 """
-import json, statistics, sys
+import argparse, json, statistics, sys
 import jax, jax.numpy as jnp
 jax.config.update("jax_enable_x64", True)
 import dpjax
@@ -16,9 +16,6 @@ from dpjax.engine import randomness as rng
 from dpjax.models import bayesian_linear_regression
 from dpjax.bench import coupled as bc
 
-_, pair, x, y, eta = bc._problem(1000)
-model = bayesian_linear_regression(bc.BETA, bc.ALPHA)
-sampler = bc._sampler("cyclic-sgld", eta, 1)
 orig_block, orig_philox = rng.normal_block, rng.philox4x32
 
 def cheap_normals(k0, k1, bh, bl, dtype):  # one multiply-xorshift word per block, no transcendental
@@ -42,14 +39,26 @@ def no_philox(k0, k1, bh, bl, dtype):  # Box-Muller kept, Philox replaced by one
         rng.philox4x32 = rng_p
 
 variants = {"full": orig_block, "cheap_normals": cheap_normals, "no_transcendental": no_transcendental, "no_philox": no_philox}
-pairs, steps = 262144, 2000
-for dt in sys.argv[1].split(","):
-    for name, fn in variants.items():
-        rng.normal_block = fn
-        jax.clear_caches()
-        def once(s):
-            return dpjax.run_coupled(s, model, pair, sampler, num_pairs=pairs, num_steps=steps, progress=False, chunk_size=steps, dtype=getattr(jnp, dt), engine="auto").config["run_seconds"]
-        once(99)
-        rate = statistics.median(pairs * steps / once(s) for s in range(3))
-        print(json.dumps({"variant": name, "dtype": dt, "pair_steps_per_s": rate}), flush=True)
-rng.normal_block = orig_block
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dtypes", help="dtypes to time each variant in, comma-separated: float64,float32 (no default)")
+    args = parser.parse_args(argv)
+    _, pair, x, y, eta = bc._problem(1000)
+    model = bayesian_linear_regression(bc.BETA, bc.ALPHA)
+    sampler = bc._sampler("cyclic-sgld", eta, 1)
+    pairs, steps = 262144, 2000
+    for dt in args.dtypes.split(","):
+        for name, fn in variants.items():
+            rng.normal_block = fn
+            jax.clear_caches()
+            def once(s):
+                return dpjax.run_coupled(s, model, pair, sampler, num_pairs=pairs, num_steps=steps, progress=False, chunk_size=steps, dtype=getattr(jnp, dt), engine="auto").config["run_seconds"]
+            once(99)
+            rate = statistics.median(pairs * steps / once(s) for s in range(3))
+            print(json.dumps({"variant": name, "dtype": dt, "pair_steps_per_s": rate}), flush=True)
+    rng.normal_block = orig_block
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())
