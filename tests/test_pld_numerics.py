@@ -203,7 +203,7 @@ def test_numpy_suffix_recurrence_matches_mpmath(n, step):
     """y_k = sum_{i >= k} c_i e^{-(i - k) h} by the doubling passes, against the same sums in
     50-digit arithmetic, on suffix-sum-shaped c (non-increasing, spanning 1e-300..1: the shape
     the profile feeds it), including steps where e^{-shift h} underflows (h = 2: beyond shift
-    373). Relative error <= 1e-13 at every k (measured ~1e-15; the bound is a tree of at most
+    373). Relative error <= 1e-13 at every k (measured <= 6e-16; the bound is a tree of at most
     13 levels of positive sums)."""
     rng = np.random.default_rng(n)
     c = np.sort(np.exp(rng.uniform(math.log(1e-300), 0.0, size=n)))[::-1]
