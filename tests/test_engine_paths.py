@@ -299,6 +299,21 @@ def test_quadratic_models_written_as_general_models_take_the_quadratic_path():
         assert quadratic_form_of(model, pair.dataset) is None
 
 
+def test_a_constant_power_of_theta_does_not_read_theta():
+    """x^0 is 1: JAX 0.8 leaves integer_pow[y=0] of a theta term in the Hessian of a square, so
+    the proof that a Hessian does not read theta follows data flow past it, also inside a
+    jitted helper; x^1, or anything else of theta, still reads it (checked on any JAX: the
+    programs below hold integer_pow[y=0] as written)."""
+    from dpjax.engine.detect import _reads_theta
+
+    theta = jnp.ones(2)
+    assert not _reads_theta(lambda t: jax.lax.integer_pow(t, 0) * 3.0, theta)
+    assert not _reads_theta(lambda t: jax.jit(lambda u: jax.lax.integer_pow(u, 0))(t) + 1.0, theta)
+    assert _reads_theta(lambda t: jax.lax.integer_pow(t, 1) * 3.0, theta)
+    assert _reads_theta(lambda t: jax.lax.integer_pow(t, 0) * t, theta)
+    assert _reads_theta(lambda t: jax.lax.cond(t[0] > 0, lambda: 1.0, lambda: 2.0), theta)
+
+
 @pytest.mark.slow
 def test_bench_coupled_logistic_rows_at_tiny_sizes(capsys):
     """`dpjax bench coupled --workload logistic --json` end to end: every row on the GLM path,

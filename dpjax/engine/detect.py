@@ -41,10 +41,31 @@ _CACHE: dict = {}
 
 
 def _reads_theta(fn, theta, *rest) -> bool:
-    """Whether the program of ``fn(theta, *rest)`` reads theta (after dead-code elimination)."""
+    """Whether the program of ``fn(theta, *rest)`` reads theta: after dead-code elimination, and
+    through an equation other than x^0 (older JAX, e.g. 0.8, leaves integer_pow[y=0] of a theta
+    term in the Hessian of a square, a constant 1 that reads theta only in form). Either test
+    saying "does not read" is a proof, so theta is read only where both say it is."""
     closed = jax.make_jaxpr(fn)(theta, *rest)
     _, used = pe.dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars))
-    return bool(used[0])
+    return bool(used[0]) and any(_depends_on(closed.jaxpr, [True] + [False] * (len(closed.jaxpr.invars) - 1)))
+
+
+def _depends_on(jaxpr, inputs: list) -> list:
+    """Per output of ``jaxpr``: whether it depends on the inputs flagged in ``inputs``, following
+    data flow; x^0 depends on nothing, a call's jaxpr is followed, and any other equation with
+    a flagged input (control flow included) is taken to depend on it."""
+    flagged = {v for v, f in zip(jaxpr.invars, inputs) if f}
+    for eqn in jaxpr.eqns:
+        ins = [not _is_literal(v) and v in flagged for v in eqn.invars]
+        if not any(ins) or (eqn.primitive.name == "integer_pow" and eqn.params.get("y") == 0):
+            continue
+        inner = eqn.params.get("jaxpr") if eqn.primitive.name in ("pjit", "jit", "closed_call") else None
+        if inner is not None:
+            outs = _depends_on(getattr(inner, "jaxpr", inner), ins)
+        else:
+            outs = [True] * len(eqn.outvars)
+        flagged.update(v for v, f in zip(eqn.outvars, outs) if f)
+    return [not _is_literal(v) and v in flagged for v in jaxpr.outvars]
 
 
 def quadratic_form_of(model: Model, dataset: Dataset) -> Optional[QuadraticModel]:
