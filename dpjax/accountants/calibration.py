@@ -642,6 +642,15 @@ _RDP_GUESS_RTOL = 1e-2  # the RDP calibration that starts a PLD one: a start nee
 _PLD_FIRST_STEP = math.log(1.25)  # from the RDP answer down: x1.25, then x1.56, x2.44, x5.96, ...
 
 
+def _rdp_applies(acc: _Accountant, q) -> np.ndarray:
+    """The configurations (indices into ``q``) the RDP accountant can account for with the PLD
+    accountant's options: Gaussian noise and Poisson sampling, at add/remove adjacency or with
+    full batches."""
+    if acc.mechanism != "gaussian" or acc.sampling != "poisson":
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero((acc.adjacency == "add-remove") | (np.asarray(q) >= 1.0))
+
+
 def _pld_noise_start(problem: _Problem, acc: _Accountant, target, delta, q, t) -> _Problem:
     """The PLD noise search started at the RDP accountant's answer (a cheap calibration: an RDP
     evaluation takes milliseconds once compiled), with a first step of x1.25 growing x2 in log
@@ -658,12 +667,10 @@ def _pld_noise_start(problem: _Problem, acc: _Accountant, target, delta, q, t) -
     replace-one adjacency with q < 1) the zCDP guess and steps of x2 stay; a configuration of
     a batch that the RDP accountant cannot calibrate keeps the zCDP guess (with the growing
     steps, which reach as far in fewer evaluations)."""
-    if acc.mechanism != "gaussian" or acc.sampling != "poisson":
-        return problem
-    guess = np.array(problem.guess, dtype=np.float64)
-    todo = np.flatnonzero((acc.adjacency == "add-remove") | (q >= 1.0))  # where the RDP accountant applies
+    todo = _rdp_applies(acc, q)
     if not todo.size:
         return problem
+    guess = np.array(problem.guess, dtype=np.float64)
     while todo.size:  # a configuration the RDP accountant cannot calibrate keeps the zCDP guess
         rdp = _Accountant("rdp", acc.adjacency, delta[todo], None, "poisson", None)
         qs, ts = q[todo], t[todo]
@@ -686,9 +693,9 @@ def _rdp_meets_at(acc: _Accountant, sigma, q, steps: int, target, delta) -> tupl
     round-off decides (near 1e10 steps; measured: 21 s for the issue's calibrate_steps(1.0,
     1e-5, 1e6, 0.01), against 0.2 s here). Only where the RDP accountant applies (Gaussian
     noise, Poisson sampling, add/remove adjacency or full batches)."""
-    todo = np.flatnonzero((acc.adjacency == "add-remove") | (q >= 1.0))
-    if acc.mechanism != "gaussian" or acc.sampling != "poisson" or not todo.size:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    todo = _rdp_applies(acc, q)
+    if not todo.size:
+        return todo, np.zeros(0)
     rdp = _Accountant("rdp", acc.adjacency, delta, None, "poisson", None)
     eps, _ = rdp.epsilon(sigma[todo], q[todo], np.full(todo.size, steps, dtype=np.float64), todo, None)
     meets = eps <= target[todo]
