@@ -60,6 +60,7 @@ BENCHMARKS = {
     "startup": "startup",
     "last-iterate": "last_iterate",
     "audit": "audit",
+    "poisson": "poisson",
 }
 
 

@@ -201,6 +201,10 @@ ENGINE_CASES = [
     (2, False, samplers.sgld(0.002, batching="uniform", batch_size=3, clip_norm=0.5), jnp.float32),
     (3, False, samplers.ula(0.001), jnp.float64),
     (1, False, samplers.cyclic_sgld(0.002, batch_size=5, order=np.random.default_rng(0).permutation(23)), jnp.float64),
+    # issue 36: Poisson batches on every path (chunked gathers on the quadratic path, a walk over
+    # the geometric gaps in the kernel, dense weights on the reference path: the same members)
+    (2, False, samplers.sgld(0.002, batching="poisson", rate=0.3, clip_norm=0.5), jnp.float32),
+    (1, True, samplers.sgld(0.002, batching="poisson", rate=0.15), jnp.float64),
 ]
 
 
@@ -226,7 +230,7 @@ def test_engine_paths_give_the_same_numbers(dim, homogeneous, sampler, dtype):
     assert np.abs(ref.path_loss[-1]).max() > 0  # the differing record was used: the loss is exercised
 
 
-@pytest.mark.parametrize("case", [0, 1])
+@pytest.mark.parametrize("case", [0, 1, 4])
 def test_pallas_kernel_lowers_to_triton_for_cuda(case):
     """What a GPU run compiles, checked here without a GPU: JAX lowers the kernel for CUDA
     (Pallas -> Triton IR) on the CPU; an unsupported primitive or a mistyped op fails here."""
@@ -303,8 +307,8 @@ def test_engine_choice_errors_name_the_reason():
         runner.choose_engine("pallas", model, ula)
     with pytest.raises(ValueError, match=r"engine='pallas' cannot run this sampler: a step-size schedule"):
         runner.choose_engine("pallas", quadratic, samplers.ula(lambda t: 0.01 / (1 + t)))
-    with pytest.raises(ValueError, match=r"cannot run this sampler: batching 'poisson'"):
-        runner.choose_engine("pallas", quadratic, samplers.sgld(0.01, batching="poisson", rate=0.1))
+    with pytest.raises(ValueError, match=r"cannot run this sampler: batching 'without-replacement'"):
+        runner.choose_engine("pallas", quadratic, samplers.sgld(0.01, batching="without-replacement", batch_size=2))
     # issue 21: a general model's default is the batched path, and this one (quadratic written
     # as a plain Model) is recognised as quadratic once its data are known
     assert runner.choose_engine("auto", model, ula) == "batched"

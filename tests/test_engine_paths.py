@@ -109,8 +109,10 @@ def test_glm_and_batched_paths_equal_the_reference(batching, clip, dtype, adjace
         assert runs[e].config["engine"] == e
         _agree(runs[e], ref, dtype)
     if chunked:
-        assert poisson_capacity(N, 0.6) == poisson_capacity(N, 0.2) == N
+        # first chunks of 2 gap words and further chunks of 3: almost every batch overflows, in
+        # several rounds, and the members must still be the reference's (dense) ones
         monkeypatch.setattr("dpjax.engine.gradients.poisson_capacity", lambda n, q: 2)
+        monkeypatch.setattr("dpjax.engine.gradients.poisson_overflow_capacity", lambda n, q: 3)
         for e in ("glm", "batched"):
             _agree(dpjax.run_coupled(11, model, pair, sampler, engine=e, dtype=dtype, init=init, **KW), ref, dtype)
 
@@ -237,7 +239,7 @@ def test_a_pairs_numbers_do_not_depend_on_chunk_size_or_number_of_pairs(monkeypa
 
 
 def test_poisson_capacity():
-    assert poisson_capacity(10_000, 0.0128) == 256  # 128 + 6 * 11.2 + 8 = 203 -> 256
+    assert poisson_capacity(10_000, 0.0128) == 152  # 128 + 2 * 11.2 + 1 = 151.4 -> 152
     assert poisson_capacity(20, 0.9) == 20
     assert poisson_capacity(1, 1e-9) == 1
 

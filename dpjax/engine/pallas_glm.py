@@ -27,9 +27,9 @@ Supported (:func:`unsupported_reason` says why not otherwise): a model with a GL
 scalar function of (y, eta) (it is applied elementwise over the block's pairs) and whose
 prior gradient is diagonal-affine, a theta + c (Gaussian priors with a diagonal covariance,
 checked by probing, in float64); d <= :data:`MAX_DIM`; a constant step size; full batches,
-uniform batches with replacement, Poisson batches (dense: every slot's inclusion drawn in
-the kernel, O(n d) a chain-step, which suits n up to some thousands, e.g. the breast-cancer
-audit's 455 records) and cyclic orders (affine or a fixed order), each with or without
+uniform batches with replacement, Poisson batches (each pair walks its batch's members by
+their geometric gaps, :meth:`~dpjax.samplers.batching.Poisson.chunk`'s arithmetic: expected
+O(n q d) a chain-step, the loop running as long as the block's largest batch) and cyclic orders (affine or a fixed order), each with or without
 per-record clipping (the factor min(1, C / (|w s_i| ||x_i||)) from the packed norms).
 
 Why :data:`MAX_DIM` = 32: per pair the kernel keeps theta and the batch sum of both chains
@@ -160,10 +160,6 @@ def _kernel(dim: int, num_slots: int, scheme, has_clip: bool, derivative, dtype)
                x_out, xp_out, loss_out, finite_out):
         drift, noise_std, weight, clip = fparams_ref[0], fparams_ref[1], fparams_ref[2], fparams_ref[3]
         start, count, index = iparams_ref[0], iparams_ref[1], iparams_ref[2]
-        # a Poisson batch's inclusion threshold floor(q 2^64) as two uint32 words, and q >= 1
-        t_high = lax.bitcast_convert_type(iparams_ref[3], jnp.uint32)
-        t_low = lax.bitcast_convert_type(iparams_ref[4], jnp.uint32)
-        everyone = iparams_ref[5] > 0
         k0, k1 = words_ref[0, :], words_ref[1, :]
         multiplier, offset = order_ref[0, :], order_ref[1, :]
         # loop-invariant values, read once per program: the prior a theta + c, D''s record at
@@ -206,12 +202,14 @@ def _kernel(dim: int, num_slots: int, scheme, has_clip: bool, derivative, dtype)
                     rows = jnp.full(zero.shape, j, jnp.int32)
                     present = one_
                 elif poisson:
-                    # slot j's 64-bit word: word j of the INCLUSION stream (rng.index_words), below
-                    # the threshold with probability q (rng.bernoulli); every slot is visited (dense)
+                    # gap word j of the INCLUSION stream moves each pair's partial sum (record) to
+                    # its next member (Poisson.chunk's arithmetic, rng.geometric_gaps, float64);
+                    # a pair past slot n - 1 stays at n and reads nothing
                     high, low = rng.index_word(k0, k1, step, rng.INCLUSION, j)
-                    included = (high < t_high) | ((high == t_high) & (low < t_low)) | everyone
-                    rows = jnp.full(zero.shape, j, jnp.int32)
-                    present = jnp.where(included, one_, zero)
+                    record = jnp.minimum(record + rng.geometric_gaps(high, low, fparams_ref[5], num_slots + 1), num_slots)
+                    member = record < num_slots
+                    rows = jnp.where(member, record, 0)
+                    present = jnp.where(member, one_, zero)
                 else:
                     valid = first_position + j < num_slots
                     # selects, not bool -> float conversions (which Triton's lowering mistypes)
@@ -230,11 +228,24 @@ def _kernel(dim: int, num_slots: int, scheme, has_clip: bool, derivative, dtype)
                 sum_d = [acc + s_d * r for acc, r in zip(sum_d, row)]
                 sum_n = [acc + s_n * r for acc, r in zip(sum_n, row)]
                 hits = hits + jnp.where(is_diff & (present > 0), present, zero)
+                if poisson:
+                    return sum_d, sum_n, hits, used + present, record
                 nxt = record + multiplier
                 return sum_d, sum_n, hits, used + present, jnp.where(nxt >= num_slots, nxt - num_slots, nxt)
 
-            init = ([zero] * dim, [zero] * dim, zero, zero, cursor)
-            sum_d, sum_n, hits, used, last = lax.fori_loop(jnp.int32(0), jnp.int32(b), one, init)
+            if poisson:
+                # as many gap words as the block's largest batch needs (expected n q + O(sqrt(n q) log K)):
+                # while some pair's partial sum is below n - 1
+                def walk(carry):
+                    j, inner = carry
+                    return j + 1, one(j, inner)
+
+                start_sums = jnp.full(zero.shape, -1, jnp.int32)
+                _, (sum_d, sum_n, hits, used, last) = lax.while_loop(lambda c: jnp.min(c[1][4]) < num_slots - 1, walk,
+                                                                     (jnp.int32(0), ([zero] * dim, [zero] * dim, zero, zero, start_sums)))
+            else:
+                init = ([zero] * dim, [zero] * dim, zero, zero, cursor)
+                sum_d, sum_n, hits, used, last = lax.fori_loop(jnp.int32(0), jnp.int32(b), one, init)
             # D''s own record at slot i*, as often as the batch holds the slot
             alt = jnp.where((hits > 0) & (alt_mask > 0), hits * slope(alt_y, dot(alt_x, xp), alt_norm), zero)
             sum_n = [acc + alt * a for acc, a in zip(sum_n, alt_x)]
@@ -304,14 +315,14 @@ def advance(sampler, data, index, keys, state, start, count, *, provider, num_sl
     drift, noise_std = sampler.coefficients(jnp.asarray(0, jnp.int32), dtype)
     clip = jnp.asarray(0.0 if sampler.clip_norm is None else sampler.clip_norm, dtype)
     if isinstance(scheme, Poisson):
-        # the threshold and the scale 1 / q exactly as Poisson.batch computes them (q in the run's dtype)
-        t_high, t_low = rng.inclusion_threshold(scheme.rate)
-        threshold = [lax.bitcast_convert_type(t_high, jnp.int32), lax.bitcast_convert_type(t_low, jnp.int32), jnp.where(jnp.asarray(scheme.rate) >= 1, 1, 0).astype(jnp.int32)]
+        # the scale 1 / q and q itself as Poisson.chunk takes them (q in the run's dtype; the
+        # kernel widens it to float64 for the gaps, as the XLA path does)
+        rate = jnp.asarray(scheme.rate).astype(dtype)
         scale = (1.0 / jnp.asarray(scheme.rate)).astype(dtype)
     else:
-        threshold, scale = [jnp.zeros((), jnp.int32)] * 3, jnp.ones((), dtype)
-    fparams = jnp.stack([drift, noise_std, jnp.asarray(provider.model.likelihood_weight, dtype), clip, scale] + [jnp.zeros((), dtype)] * 3)
-    iparams = jnp.stack([jnp.asarray(start, jnp.int32), jnp.asarray(count, jnp.int32), jnp.asarray(index, jnp.int32)] + threshold + [jnp.zeros((), jnp.int32)] * 2)
+        rate, scale = jnp.zeros((), dtype), jnp.ones((), dtype)
+    fparams = jnp.stack([drift, noise_std, jnp.asarray(provider.model.likelihood_weight, dtype), clip, scale, rate] + [jnp.zeros((), dtype)] * 2)
+    iparams = jnp.stack([jnp.asarray(start, jnp.int32), jnp.asarray(count, jnp.int32), jnp.asarray(index, jnp.int32)] + [jnp.zeros((), jnp.int32)] * 5)
     tables = (jnp.ravel(data["packed"]).astype(dtype), _small(prior, data, dim, dtype))
     kernel = _kernel(dim, num_slots, scheme, sampler.clip_norm is not None, provider.glm.derivative, dtype)
     return launch(kernel, fparams, iparams, keys, scheme, state, dpad, tables, dtype=dtype, interpret=interpret, mesh=mesh,

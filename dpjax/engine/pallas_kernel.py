@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..samplers.batching import Cyclic, FullBatch, UniformWithReplacement
+from ..samplers.batching import Cyclic, FullBatch, Poisson, UniformWithReplacement
 from ..samplers.permutation import mulmod
 from . import randomness as rng
 from .gradients import QuadraticGradients
@@ -49,7 +49,7 @@ def unsupported_reason(model, sampler) -> Optional[str]:
     scheme = sampler.batching
     if isinstance(scheme, FullBatch):
         return None if sampler.clip_norm is None else "full batches with per-record clipping (O(n) per step: use engine='quadratic')"
-    if isinstance(scheme, UniformWithReplacement):
+    if isinstance(scheme, (UniformWithReplacement, Poisson)):
         return None
     if isinstance(scheme, Cyclic) and (scheme.order is not None or scheme.order_family == "affine"):
         return None
@@ -135,8 +135,9 @@ def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool,
         at += size
     full = isinstance(scheme, FullBatch)
     uniform = isinstance(scheme, UniformWithReplacement)
+    poisson = isinstance(scheme, Poisson)
     fixed_order = isinstance(scheme, Cyclic) and scheme.order is not None
-    b = 0 if full else scheme.batch_size_
+    b = 0 if (full or poisson) else scheme.batch_size_
     steps_per_epoch = -(-num_slots // max(b, 1))
     group = rng.group_steps(dim, dtype)
 
@@ -200,6 +201,14 @@ def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool,
                 if uniform:
                     rows = rng.uniform_index(*rng.index_word(k0, k1, step, rng.BATCH, j), num_slots)
                     weight = jnp.ones_like(x[0])
+                elif poisson:
+                    # gap word j moves the pair's partial sum (record) to its next member
+                    # (Poisson.chunk's arithmetic); past slot n - 1 it stays at n and weighs 0
+                    high, low = rng.index_word(k0, k1, step, rng.INCLUSION, j)
+                    record = jnp.minimum(record + rng.geometric_gaps(high, low, fparams_ref[4], num_slots + 1), num_slots)
+                    member = record < num_slots
+                    rows = jnp.where(member, record, 0)
+                    weight = jnp.where(member, jnp.ones_like(x[0]), jnp.zeros_like(x[0]))
                 else:
                     valid = first_position + j < num_slots
                     # selects, not bool -> float conversions (which Triton's lowering mistypes)
@@ -216,9 +225,22 @@ def _kernel(dim: int, num_slots: int, scheme, homogeneous: bool, has_clip: bool,
                 sum_d = [s + weight * g for s, g in zip(sum_d, g_d)]
                 sum_n = [s + weight * g for s, g in zip(sum_n, g_n)]
                 hits = hits + jnp.where(is_diff, weight, jnp.zeros_like(weight))
+                if poisson:
+                    return sum_d, sum_n, hits, used + weight, record
                 nxt = record + multiplier
                 return sum_d, sum_n, hits, used + weight, jnp.where(nxt >= num_slots, nxt - num_slots, nxt)
 
+            if poisson:
+                # as many gap words as the block's largest batch needs: while some pair's partial
+                # sum is below n - 1 (the members of Poisson.chunk, walked one by one)
+                def walk(carry):
+                    j, inner = carry
+                    return j + 1, one(j, inner)
+
+                start_sums = jnp.full(x[0].shape, -1, jnp.int32)
+                init = (zeros, zeros, jnp.zeros_like(x[0]), jnp.zeros_like(x[0]), start_sums)
+                _, (sum_d, sum_n, hits, used, last) = lax.while_loop(lambda c: jnp.min(c[1][4]) < num_slots - 1, walk, (jnp.int32(0), init))
+                return sum_d, sum_n, hits, jnp.full_like(x[0], 1.0) * fparams_ref[5], cursor
             init = (zeros, zeros, jnp.zeros_like(x[0]), jnp.zeros_like(x[0]), cursor)
             sum_d, sum_n, hits, used, last = lax.fori_loop(jnp.int32(0), jnp.int32(b), one, init)
             if uniform:
@@ -315,7 +337,12 @@ def advance(sampler, data, index, keys, state, start, count, *, provider, num_sl
     scheme = sampler.batching
     drift, noise_std = sampler.coefficients(jnp.asarray(0, jnp.int32), dtype)
     clip = jnp.asarray(0.0 if sampler.clip_norm is None else sampler.clip_norm, dtype)
-    fparams = jnp.stack([drift, noise_std, jnp.asarray(provider.model.prior_precision, dtype), clip] + [jnp.zeros((), dtype)] * 4)
+    if isinstance(scheme, Poisson):
+        # q (the run's dtype, widened to float64 in the kernel as Poisson.chunk does) and 1 / q
+        rate, scale = jnp.asarray(scheme.rate).astype(dtype), (1.0 / jnp.asarray(scheme.rate)).astype(dtype)
+    else:
+        rate, scale = jnp.zeros((), dtype), jnp.ones((), dtype)
+    fparams = jnp.stack([drift, noise_std, jnp.asarray(provider.model.prior_precision, dtype), clip, rate, scale] + [jnp.zeros((), dtype)] * 2)
     iparams = jnp.stack([jnp.asarray(start, jnp.int32), jnp.asarray(count, jnp.int32), jnp.asarray(index, jnp.int32)] + [jnp.zeros((), jnp.int32)] * 5)
     tables = (jnp.ravel(data["hessians"]).astype(dtype), jnp.ravel(data["linears"]).astype(dtype), _pack_small(data, dtype))
     kernel = _kernel(dim, num_slots, scheme, provider.homogeneous, sampler.clip_norm is not None, dtype)

@@ -29,6 +29,8 @@ Derived variates, each an exact integer computation or one fixed float formula, 
 * :func:`uniform_index` — floor(w n / 2^64) of a 64-bit word w: uniform on {0..n-1} up to a
   relative bias below n / 2^64.
 * :func:`bernoulli` — a 64-bit word below floor(q 2^64): probability q up to 2^-64.
+* :func:`geometric_gaps` — the gaps between a Poisson batch's members, Geometric(q) from a
+  53-bit uniform in float64 (the INCLUSION stream's word j is the j-th gap).
 
 The 64-bit integer arithmetic runs on uint64 in JAX's 64-bit mode and on 16-bit limbs of uint32
 otherwise; both give the same words (tested), so float32 runs need no 64-bit mode.
@@ -162,6 +164,11 @@ def _one_word_per_element() -> bool:
     evaluations per block of batch words. GPUs fuse multi-output computations, so there one
     evaluation serves a block's four words and the stacked form stays."""
     return jax.default_backend() == "cpu"
+
+
+def one_word_per_element() -> bool:
+    """Public name of the layout switch (:func:`_one_word_per_element`): True on a CPU."""
+    return _one_word_per_element()
 
 
 def computed_once(tree, step):
@@ -475,6 +482,40 @@ def index_words(words: jax.Array, step, stream: int, count: int) -> tuple[jax.Ar
     high = jnp.stack([w0, w2], axis=-1).reshape(lead + (2 * blocks,))[..., :count]
     low = jnp.stack([w1, w3], axis=-1).reshape(lead + (2 * blocks,))[..., :count]
     return high, low
+
+
+def index_words_from(words: jax.Array, step, stream: int, first, count: int) -> tuple[jax.Array, jax.Array]:
+    """Words ``first``, ..., ``first + count - 1`` of ``stream`` at ``step`` (``first`` may be
+    traced), as :func:`index_words` numbers them: word j is word j of that function's array."""
+    lead = words.shape[:-1]
+    step = jnp.broadcast_to(_u32(step), lead)[..., None]
+    j = _u32(first) + jnp.arange(count, dtype=jnp.uint32)
+    if _one_word_per_element():
+        a, b = draw_block_wide(words[..., 0:1], words[..., 1:2], step, stream, j >> 1)
+        with jax.enable_x64(True):
+            word = jnp.where((j & jnp.uint32(1)) == 0, a, b)
+        return _halves(word)
+    w0, w1, w2, w3 = draw_block(words[..., 0:1], words[..., 1:2], step, stream, j >> 1)
+    even = (j & jnp.uint32(1)) == 0
+    return jnp.where(even, w0, w2), jnp.where(even, w1, w3)
+
+
+def geometric_gaps(high: jax.Array, low: jax.Array, rate, cap: int) -> jax.Array:
+    """Gaps G = 1 + floor(log U / log(1 - rate)) between consecutive members of a Poisson
+    (Bernoulli(rate) per slot) subset, one per 64-bit word, capped at ``cap`` (int32).
+
+    P(G > k) = P(U <= (1 - q)^k) = (1 - q)^k: G is Geometric(q) on {1, 2, ...}, so the partial
+    sums of i.i.d. gaps mark each slot independently with probability q (Devroye 1986, Non-Uniform
+    Random Variate Generation, Sec. X.2: the sequential method for Bernoulli trials). U is
+    :func:`uniform_53` and the arithmetic float64 whatever the run's dtype (the same gaps on every
+    path and in float32 runs), so the law is exact up to the 2^-53 granularity of U. A gap at or
+    beyond ``cap`` = n + 1 only says "no further member" (from any partial sum >= -1 it lands past
+    slot n - 1), so capping changes no batch; q = 1 gives gaps of 1 (log(1 - q) = -inf)."""
+    with jax.enable_x64(True):
+        u = uniform_53(high, low)
+        q = jnp.asarray(rate).astype(jnp.float64)
+        ratio = jnp.log(u) / jnp.log1p(-q)  # >= 0 (+0 when q = 1)
+        return (jnp.minimum(jnp.floor(ratio), cap - 1) + 1).astype(jnp.int32)
 
 
 def index_word(k0: jax.Array, k1: jax.Array, step, stream, j) -> tuple[jax.Array, jax.Array]:

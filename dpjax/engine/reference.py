@@ -23,8 +23,9 @@ from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
-from ..samplers.batching import Batch
+from ..samplers.batching import Poisson
 from . import randomness as rng
 
 INNER_UNROLL = None
@@ -41,51 +42,113 @@ class PairState(NamedTuple):
 
 def coupled_step(sampler, provider, data, index, num_slots: int, words, chain_state, cursor, state: PairState, step, z):
     """One synchronously coupled step of one pair (unbatched leaves) with its normal draw z (d,);
-    returns (state, cursor)."""
+    returns (state, cursor). (Poisson batches on a provider with a ``capacity`` take
+    :func:`poisson_sums` and :func:`coupled_update` instead, over a block of pairs.)"""
+    x, xp = state.position, state.neighbour_position
+    scheme = sampler.batching
+    batch, cursor = scheme.advance(words, chain_state, cursor, step, num_slots)
+    grad_d, grad_n = provider.estimates(sampler, x, xp, data, index, batch, scheme.dense)
+    hits = batch.weights[index] if scheme.dense else jnp.sum(batch.weights * (batch.indices == index))
+    return coupled_update(sampler, provider, data, index, state, step, z, grad_d, grad_n, hits * batch.scale), cursor
+
+
+def coupled_update(sampler, provider, data, index, state: PairState, step, z, grad_d, grad_n, weight) -> PairState:
+    """The step of one pair given its two gradient estimates and ``weight`` = scale x hits of
+    the differing slot (the path loss's drift gap is weight x gap(x))."""
     x, xp = state.position, state.neighbour_position
     dtype = x.dtype
-    scheme = sampler.batching
     drift, noise_std = sampler.coefficients(step, dtype)
-    batch, cursor = scheme.advance(words, chain_state, cursor, step, num_slots)
-    if scheme.dense and getattr(provider, "gathers_poisson", False) and provider.capacity is not None:
-        sum_d, sum_n = poisson_sums(provider, sampler, x, xp, data, index, batch)
-        grad_d = provider.prior_grad(x) + batch.scale * sum_d
-        grad_n = provider.prior_grad(xp) + batch.scale * sum_n
-    else:
-        grad_d, grad_n = provider.estimates(sampler, x, xp, data, index, batch, scheme.dense)
-    hits = batch.weights[index] if scheme.dense else jnp.sum(batch.weights * (batch.indices == index))
-    delta = (-drift * batch.scale * hits) * provider.gap(sampler, x, data, index)
+    delta = (-drift * weight) * provider.gap(sampler, x, data, index)
     loss = state.path_loss + (jnp.sum(delta**2) / (2 * noise_std**2) + jnp.dot(delta, z) / noise_std)
     new_x = (x - drift * grad_d + noise_std * z).astype(dtype)
     new_xp = (xp - drift * grad_n + noise_std * z).astype(dtype)
     loss = loss.astype(dtype)
     ok = state.finite & jnp.all(jnp.isfinite(new_x)) & jnp.all(jnp.isfinite(new_xp)) & jnp.isfinite(loss)
-    return PairState(new_x, new_xp, loss, ok), cursor
+    return PairState(new_x, new_xp, loss, ok)
 
 
-def poisson_sums(provider, sampler, x, xp, data, index, batch: Batch) -> tuple[jax.Array, jax.Array]:
-    """The data sums of a Poisson batch (dense 0/1 weights over the n slots) taken on its
-    included slots only, gathered in chunks of ``provider.capacity``: the first chunk holds the
-    included slots of ranks 0..m-1, the next m..2m-1, and so on while any remain (a loop whose
-    trip count is the batch's; vmapped over pairs it runs while any pair has slots left). Exact
-    for any batch size: never truncated; the capacity only sets the speed.
-    """
-    m = provider.capacity
-    ranks = jnp.cumsum((batch.weights > 0).astype(jnp.int32))  # included slots in 0..i
-    count = ranks[-1]
-    zeros = jnp.zeros_like(x)
+def poisson_chunked(sampler, provider) -> bool:
+    """Whether a step takes its Poisson batch in gathered chunks (:func:`poisson_sums`)."""
+    return isinstance(sampler.batching, Poisson) and provider.capacity is not None
 
-    def chunk(carry):
-        k, sum_d, sum_n = carry
-        targets = k * m + jnp.arange(1, m + 1, dtype=jnp.int32)  # ranks (1-based) of this chunk
-        valid = targets <= count
-        slots = jnp.where(valid, jnp.searchsorted(ranks, targets, side="left"), 0).astype(jnp.int32)
-        part = Batch(slots, valid.astype(batch.weights.dtype), batch.scale)
-        add_d, add_n = provider.batch_sums(sampler, x, xp, data, index, part, False)
-        return k + 1, sum_d + add_d, sum_n + add_n
 
-    _, sum_d, sum_n = jax.lax.while_loop(lambda c: c[0] * m < count, chunk, (jnp.int32(0), zeros, zeros))
-    return sum_d, sum_n
+def _chunk_sums(sampler, provider, data, index, num_slots: int, words, step, x, xp, first, last, *, size: int):
+    """One pair's sums over the members drawn from gap words ``first`` .. ``first + size - 1``."""
+    part, last = sampler.batching.chunk(words, step, num_slots, first, size, last)
+    part = rng.computed_once(part, step)  # the gather, the slot tests and both chains read it
+    add_d, add_n = provider.batch_sums(sampler, x, xp, data, index, part, False)
+    return add_d, add_n, jnp.sum(part.weights * (part.indices == index)), last
+
+
+def overflow_pairs(num_pairs: int) -> int:
+    """Pairs whose batch overflowed the first chunk that one round of :func:`poisson_sums` serves:
+    8 + K / 16 (a first chunk of mean + 2 sd overflows for at most 2.3% of pairs, so one round
+    serves a step's overflows with high probability; more rounds run when needed)."""
+    return min(num_pairs, 8 + num_pairs // 16)
+
+
+def poisson_sums(sampler, provider, data, index, num_slots: int, words, step, x, xp):
+    """The data sums of step ``step``'s Poisson batch for K pairs (leading axis of ``words``,
+    ``x``, ``xp``) on D at x and on D' at xp, and each pair's hits of the differing slot.
+
+    Every pair takes the members of its first ``provider.capacity`` gap words (mean + 2 sd,
+    :func:`.gradients.poisson_capacity`) in one vmapped gather. A pair whose batch has members
+    beyond them (its last partial sum below n - 1) is rare, so rather than run a second chunk for
+    every pair (what a loop under vmap does), the overflowing pairs are gathered, up to
+    :func:`overflow_pairs` at a time, and each takes its next ``provider.overflow_capacity`` gap
+    words; the rounds repeat while any pair has members left. A batch is never truncated or
+    redrawn: the capacities set the speed only, and the members are those of the dense
+    :meth:`~dpjax.samplers.batching.Poisson.batch` (tested). Expected work O(q n) per pair."""
+    num_pairs = words.shape[0]
+    first, more = provider.capacity, provider.overflow_capacity
+    chunk = jax.vmap(functools.partial(_chunk_sums, sampler, provider, data, index, num_slots, size=first),
+                     in_axes=(0, None, 0, 0, None, None))
+    sum_d, sum_n, hits, last = chunk(words, step, x, xp, jnp.int32(0), jnp.int32(-1))
+    rounds = overflow_pairs(num_pairs)
+    extra = jax.vmap(functools.partial(_chunk_sums, sampler, provider, data, index, num_slots, size=more), in_axes=(0, None, 0, 0, 0, 0))
+
+    def pending(carry):
+        return jnp.any(carry[1] < num_slots - 1)
+
+    def one_round(carry):
+        next_word, last, sum_d, sum_n, hits = carry
+        chosen = _first_true(last < num_slots - 1, rounds)
+        at = jnp.minimum(chosen, num_pairs - 1)
+        add_d, add_n, add_hits, new_last = extra(words[at], step, x[at], xp[at], next_word[at], last[at])
+        return (next_word.at[chosen].add(more, mode="drop"), last.at[chosen].set(new_last, mode="drop"),
+                sum_d.at[chosen].add(add_d, mode="drop"), sum_n.at[chosen].add(add_n, mode="drop"),
+                hits.at[chosen].add(add_hits, mode="drop"))
+
+    start = (jnp.full((num_pairs,), first, jnp.int32), last, sum_d, sum_n, hits)
+    _, _, sum_d, sum_n, hits = jax.lax.while_loop(pending, one_round, start)
+    return sum_d, sum_n, hits
+
+
+def _first_true(flags: jax.Array, count: int) -> jax.Array:
+    """The indices of the first ``count`` True entries of ``flags`` (K,), padded with K.
+
+    jnp.nonzero(size=) ranks the entries with a cumsum, whose reduce-window is O(K^2) on a CPU
+    (a quarter of a Poisson step's time at 512 pairs a block); the ranks here come from a
+    log2(K)-round scan and one scatter."""
+    num = flags.shape[0]
+    ranks = lax.associative_scan(jnp.add, flags.astype(jnp.int32)) - 1
+    slot = jnp.where(flags & (ranks < count), ranks, count)
+    return jnp.full((count,), num, jnp.int32).at[slot].set(jnp.arange(num, dtype=jnp.int32), mode="drop")
+
+
+def _poisson_step_pairs(sampler, provider, data, index, num_slots: int):
+    """The XLA loop's step for a block of pairs on Poisson batches taken in chunks."""
+    update = jax.vmap(functools.partial(coupled_update, sampler, provider, data, index), in_axes=(0, None, 0, 0, 0, 0))
+
+    def step_pairs(words, chain_state, cursor, state, t, z):
+        x, xp = state.position, state.neighbour_position
+        sum_d, sum_n, hits = poisson_sums(sampler, provider, data, index, num_slots, words, t, x, xp)
+        scale = (1.0 / jnp.asarray(sampler.batching.rate)).astype(x.dtype)
+        grad_d = jax.vmap(provider.prior_grad)(x) + scale * sum_d
+        grad_n = jax.vmap(provider.prior_grad)(xp) + scale * sum_n
+        return update(state, t, z, grad_d, grad_n, scale * hits), cursor
+
+    return step_pairs
 
 
 @functools.partial(jax.jit, static_argnames=("provider", "num_slots", "unroll", "pair_block", "normals_once"))
@@ -143,10 +206,13 @@ def _advance_pairs(sampler, data, index, words, chain_state, state: PairState, *
     dim, dtype = state.position.shape[1], state.position.dtype
     group = steps_per_group(dim, dtype, unroll)
     k0, k1 = words[:, 0], words[:, 1]
-    step_pairs = jax.vmap(
-        lambda w, cs, cur, st, t, z: coupled_step(sampler, provider, data, index, num_slots, w, cs, cur, st, t, z),
-        in_axes=(0, 0, 0, 0, None, 0),
-    )
+    if poisson_chunked(sampler, provider):
+        step_pairs = _poisson_step_pairs(sampler, provider, data, index, num_slots)
+    else:
+        step_pairs = jax.vmap(
+            lambda w, cs, cur, st, t, z: coupled_step(sampler, provider, data, index, num_slots, w, cs, cur, st, t, z),
+            in_axes=(0, 0, 0, 0, None, 0),
+        )
     cursor = jax.vmap(lambda w, cs: sampler.batching.start(w, cs, start, num_slots))(words, chain_state)
     stop = start + count
 

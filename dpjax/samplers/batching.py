@@ -27,7 +27,9 @@ scheme                   batch                                               sca
 ``without-replacement``  b distinct slots: the first b positions of a fresh   n / b
                          swap-or-not order each step (paper 001 eq. 31)
 ``poisson``              each slot independently with probability q          1 / q
-                         (weights = inclusion indicators over all n slots)
+                         (geometric gaps between members, O(q n); gathered
+                         in chunks by the engine, dense 0/1 weights from
+                         ``batch``)
 ``reshuffle``            a fresh swap-or-not order each epoch, consecutive    n / (size of the block)
                          blocks of b
 ``cyclic``               one order per chain (affine by default, or a given   n / (size of the block)
@@ -52,6 +54,7 @@ from typing import Any, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from .. import _validate
 from ..engine import randomness as rng
@@ -227,13 +230,22 @@ class WithoutReplacement(_FixedSize):
 class Poisson(BatchingScheme):
     """Each record independently with probability ``rate`` (DP-SGD's Poisson subsampling).
 
-    The batch size is random; shapes stay static by using all n slots with the inclusion
-    indicators as weights, and scale 1 / rate (so the estimate is unbiased). O(n) per step.
+    The members of step t's batch are the partial sums of i.i.d. Geometric(q) gaps (word j of
+    the chain's INCLUSION stream at step t gives gap j; :func:`~dpjax.engine.randomness.geometric_gaps`):
+    slots s_1 = G_1 - 1, s_{j+1} = s_j + G_{j+1}, while below n. That is exactly Bernoulli(q)
+    inclusion of every slot (up to the 2^-53 granularity of a uniform), in expected O(q n) work:
+    the gaps are drawn in chunks (:meth:`chunk`), and only a batch larger than a chunk draws more.
+
+    Engine paths take the batch chunk by chunk (:func:`dpjax.engine.reference.poisson_sums`); a
+    chunk's capacity is a speed setting, never a change of law (a batch is never truncated or
+    redrawn: a full chunk is followed by the next). :meth:`batch` gives the same members as
+    dense 0/1 weights over all n slots (O(n); the reference path and single-chain kernels), with
+    scale 1 / rate (so the estimate is unbiased).
     """
 
     rate: float = 0.01
     name = "poisson"
-    dense = True
+    dense = True  # batch(): weights over every slot; the engine's chunked paths use chunk()
 
     def __post_init__(self):
         _validate.in_range("rate", self.rate, 0.0, 1.0, low_open=True)
@@ -244,10 +256,63 @@ class Poisson(BatchingScheme):
     def steps_per_epoch(self, num_slots):
         return math.ceil(1.0 / self.rate)
 
+    def chunk(self, words, step, num_slots: int, first, size: int, last) -> tuple[Batch, jax.Array]:
+        """The members that gap words ``first`` .. ``first + size - 1`` of step ``step`` mark (in
+        slot order), as a gathered :class:`Batch` of ``size`` slots (weight 0 past the last
+        member), given ``last``, the partial sum of the gaps before word ``first`` (-1 before
+        the first word). Returns the batch and the partial sum after this chunk: while it is
+        below n - 1 the batch may have further members (the next words)."""
+        high, low = rng.index_words_from(words, step, rng.INCLUSION, first, size)
+        gaps = rng.geometric_gaps(high, low, self.rate, num_slots + 1)  # a capped gap lands past slot n - 1
+        sums = _partial_sums(last, gaps, num_slots)
+        valid = sums < num_slots
+        w = valid.astype(_float_dtype())
+        return Batch(jnp.where(valid, sums, 0), w, (1.0 / jnp.asarray(self.rate)).astype(w.dtype)), sums[-1]
+
     def batch(self, words, state, step, num_slots):
-        high, low = rng.index_words(words, step, rng.INCLUSION, num_slots)
-        w = rng.computed_once(rng.bernoulli(high, low, self.rate).astype(_float_dtype()), step)
+        capacity = min(num_slots, DENSE_CHUNK)
+
+        def more(carry):
+            return carry[1] < num_slots - 1
+
+        def next_chunk(carry):
+            k, last, weights = carry
+            part, last = self.chunk(words, step, num_slots, k * capacity, capacity, last)
+            weights = weights.at[jnp.where(part.weights > 0, part.indices, num_slots)].set(1.0, mode="drop")
+            return k + 1, last, weights
+
+        _, _, w = jax.lax.while_loop(more, next_chunk, (jnp.int32(0), jnp.int32(-1), jnp.zeros((num_slots,), _float_dtype())))
+        w = rng.computed_once(w, step)
         return Batch(jnp.arange(num_slots, dtype=jnp.int32), w, (1.0 / jnp.asarray(self.rate)).astype(w.dtype))
+
+
+def _partial_sums(last, gaps: jax.Array, num_slots: int) -> jax.Array:
+    """last + the running sums of ``gaps`` (each <= n + 1), capped at n, as int32.
+
+    Exact integer sums whichever way they are taken: in int64 when size x (n + 1) may pass
+    2^31, else int32. On a CPU a loop over the gaps (vmapped over pairs, each iteration adds a
+    vector of pairs): jnp.cumsum's reduce-window is O(size^2) there, and for a chunk of 152 gaps
+    of 2,048 pairs it cost 3x the gaps themselves (2-core x86, float32 run); elsewhere
+    associative_scan's log2(size) fused rounds, not size small launches."""
+    size = gaps.shape[-1]
+    wide = size * (num_slots + 1) + 1 >= 2**31
+    with jax.enable_x64(wide):
+        dtype = jnp.int64 if wide else jnp.int32
+        gaps = gaps.astype(dtype)
+        start = jnp.asarray(last).astype(dtype)
+        if rng.one_word_per_element():
+            def add(total, gap):
+                total = total + gap
+                return total, total
+
+            sums = lax.scan(add, start, gaps)[1]
+        else:
+            sums = start + lax.associative_scan(jnp.add, gaps)
+        return jnp.minimum(sums, num_slots).astype(jnp.int32)
+
+
+# gaps per chunk of Poisson.batch's dense form (any size gives the same members)
+DENSE_CHUNK = 1024
 
 
 def _positions(step, b: int, num_slots: int):
