@@ -61,6 +61,7 @@ BENCHMARKS = {
     "last-iterate": "last_iterate",
     "audit": "audit",
     "poisson": "poisson",
+    "real-data": "real_data",
 }
 
 
