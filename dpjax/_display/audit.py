@@ -64,6 +64,11 @@ def audit_summary(report, full: bool = False, width: int = WIDTH) -> str:
     num_pairs = len(coupled.finite)
     conf = _confidence(report.confidence)
     nonfinite = f"{fmt_count(coupled.num_nonfinite)} non-finite" + (", excluded" if coupled.num_nonfinite else "")
+    divergence = getattr(report, "divergence", None)
+    if divergence is not None:
+        # the most pairs counted as diverged at any recorded step (non-finite ones included)
+        grown = int(np.max(divergence.diverged_pairs(), initial=0))
+        nonfinite += f", {fmt_count(grown)} diverged" + (": NOT measurable, see the verdict" if grown else "")
     out = [wrap_text(
         f"dpjax audit: eps at delta = {fmt(report.delta)}, {conf} confidence, {fmt_count(num_pairs)} coupled chain pairs ({nonfinite})",
         width, indent="  ", first="")]
@@ -151,6 +156,10 @@ def _audit_headline(report, step: int) -> list:
         parts.append("unbounded by the accountants given (every bound is infinite)")
     if not parts:
         return []
+    divergence = getattr(report, "divergence", None)
+    if divergence is not None and divergence.diverged()[np.asarray(divergence.steps) > 0].any():
+        # what the chains "certify" after they diverged is a property of the rounding, not of the sampler
+        parts = [p.replace("(certified by the chains at", "(what the DIVERGED chains show at") for p in parts]
     sentence = f"At step {step} the last iterate's eps(delta = {fmt(report.delta)}) is " + " and ".join(
         [", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts
     )
