@@ -19,7 +19,8 @@ per recorded step, eps(delta) from:
   the GDP lower limit, valid only if the pair's trade-off is Gaussian; never called certified;
 - **estimates** (kind "estimate"): the plug-in estimate of the last iterate with a bootstrap
   interval, and the path's eps from the recorded exact path privacy loss (release: the path
-  **with its batches**, a larger object than either the last iterate or the path alone).
+  **with its batches**, a larger object than either the last iterate or the path alone; with
+  full batches, which are the same at every step, the path itself).
 
 Releases ("released" column): "last iterate", "path (every iterate)", "path and batches", or the
 bound's own words. A release contains the last iterate, so every bound is compared with the
@@ -144,8 +145,10 @@ class AuditReport:
 
     def summary(self, full: bool = False) -> str:
         """The audit as text in 100 columns: the headline at the last step, eps per recorded
-        step with each row's release, the verdict, the notes and every number's source at the
-        headline step. ``full=True``: every step and full sources."""
+        step with each row's kind and release in ``table``'s own words (a release too long for
+        the table as "release k", spelled out below it), which rows are of releases that must not
+        be compared, the verdict, the notes and every number's source in full at the headline
+        step. ``full=True``: every step (by default, the steps that fit one block)."""
         return _display.audit_summary(self, full=full)
 
     def __repr__(self) -> str:
@@ -408,6 +411,11 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
 
     rows = []
     fitted, banded = {}, {}
+    # The path loss is conditional on the batches, so it measures the path released with them;
+    # full batches are the same every step (no randomness to release), so there it is the path's.
+    batching = (result.config.get("sampler") or {}).get("batching") if isinstance(result.config, dict) else None
+    full_batch = isinstance(batching, dict) and batching.get("name") == "full"
+    path_release = PATH if full_batch else PATH_AND_BATCHES
     for r, step in enumerate(result.steps):
         step = int(step)
         if step == 0:
@@ -421,14 +429,14 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
                                       fitted=fitted, banded=banded)
         if path_loss:
             if keep.sum() < 2:
-                rows.append((step, "path (D vs D')", "estimate", PATH_AND_BATCHES, np.nan, np.nan, np.nan,
+                rows.append((step, "path (D vs D')", "estimate", path_release, np.nan, np.nan, np.nan,
                              f"not measured: only {int(keep.sum())} finite chain pairs at this step (2 needed)", bad))
             else:
                 grid = np.linspace(0.0, max(1.0, 4.0 * float(np.quantile(loss, 0.999))), 400)
                 prof = privacy_loss_profile(loss, grid, confidence=confidence, seed=seed + step)
                 eps_point = float(prof.curve().epsilon(delta))
                 eps_upper = float(prof.upper_curve().epsilon(delta))
-                rows.append((step, "path (D vs D')", "estimate", PATH_AND_BATCHES, eps_point, np.nan, eps_upper,
+                rows.append((step, "path (D vs D')", "estimate", path_release, eps_point, np.nan, eps_upper,
                              "exact path privacy loss, Monte Carlo; upper end: simultaneous empirical-Bernstein", bad))
         for name in bound_names:
             curve, value = claim(step, "bound", name)
