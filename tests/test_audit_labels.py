@@ -8,7 +8,6 @@ import re
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from dpjax.audit import COLUMNS, AuditReport, CoupledResult
 
