@@ -143,7 +143,9 @@ class Canary:
         Returns min_norm (the smallest unclipped gradient norm over the positions), clipped_share
         (the share of positions where it is >= C, so that the clipped gradient has norm C),
         largest_angle (radians, between the gradient and ``direction``) and holds (True when
-        every position passes, within ``tolerance``)."""
+        every position passes, within ``tolerance``). A replace-one canary with a counterpart
+        also reports counterpart_min_norm, counterpart_clipped_share and
+        counterpart_largest_angle (against -``direction``), and holds only when both pass."""
         if self.direction is None:
             raise ValueError(f"a {self.kind} canary has no fixed direction to verify (only gradient canaries do)")
         c = _validate.positive("clip_norm", clip_norm)
@@ -152,8 +154,20 @@ class Canary:
         cos = (grads @ self.direction) / np.where(norms > 0, norms, 1.0)
         angle = float(np.max(np.arccos(np.clip(cos, -1.0, 1.0)))) if cos.size else 0.0
         share = float(np.mean(norms >= c * (1 - tolerance)))
-        return dict(min_norm=float(norms.min()), clipped_share=share, largest_angle=angle,
-                    holds=bool(share == 1.0 and angle <= 1e-6))
+        out = dict(min_norm=float(norms.min()), clipped_share=share, largest_angle=angle,
+                   holds=bool(share == 1.0 and angle <= 1e-6))
+        if self.counterpart is not None:
+            # replace-one: D's record must be clipped to C along the opposite direction, or the
+            # pair differs by less than the 2C it was built for
+            back = record_gradients(model, self.counterpart, positions)
+            back_norms = np.linalg.norm(back, axis=1)
+            back_cos = -(back @ self.direction) / np.where(back_norms > 0, back_norms, 1.0)
+            back_angle = float(np.max(np.arccos(np.clip(back_cos, -1.0, 1.0)))) if back_cos.size else 0.0
+            back_share = float(np.mean(back_norms >= c * (1 - tolerance)))
+            out.update(counterpart_min_norm=float(back_norms.min()), counterpart_clipped_share=back_share,
+                       counterpart_largest_angle=back_angle)
+            out["holds"] = bool(out["holds"] and back_share == 1.0 and back_angle <= 1e-6)
+        return out
 
 
 def record_gradients(model: Model, record: dict, positions) -> np.ndarray:

@@ -47,6 +47,8 @@ def test_a_gradient_canary_of_a_replace_one_pair_is_replace_one_with_twice_the_s
     # the two records' clipped gradients are C u and -C u at every visited position: 2C apart
     np.testing.assert_allclose(_clipped(model, canary.record, visited), np.broadcast_to(CLIP * canary.direction, (300, 2)), atol=1e-9)
     np.testing.assert_allclose(_clipped(model, canary.counterpart, visited), np.broadcast_to(-CLIP * canary.direction, (300, 2)), atol=1e-9)
+    check = canary.verify(model, visited, CLIP)
+    assert check["holds"] and check["counterpart_clipped_share"] == 1.0 and check["counterpart_largest_angle"] <= 1e-6
     # the pair it builds differs in record 3 only, and one coupled step moves the chains gamma 2C apart
     built = canary.pair(pair)
     assert built.adjacency == "replace-one" and built.index == 3
