@@ -19,7 +19,8 @@ per recorded step, eps(delta) from:
   the GDP lower limit, valid only if the pair's trade-off is Gaussian; never called certified;
 - **estimates** (kind "estimate"): the plug-in estimate of the last iterate with a bootstrap
   interval, and the path's eps from the recorded exact path privacy loss (release: the path
-  **with its batches**, a larger object than either the last iterate or the path alone).
+  **with its batches**, a larger object than either the last iterate or the path alone; with
+  full batches, which are the same at every step, the path itself).
 
 Releases ("released" column): "last iterate", "path (every iterate)", "path and batches", or the
 bound's own words. A release contains the last iterate, so every bound is compared with the
@@ -43,7 +44,7 @@ import pandas as pd
 
 from . import _display, _validate
 from .accountants.curve import PrivacyCurve
-from .coupled import CoupledResult, run_coupled
+from .coupled import CoupledResult, DivergenceCheck, check_divergence, run_coupled
 from .data import NeighbouringPair
 from .estimators import (
     epsilon_estimate,
@@ -117,6 +118,9 @@ class AuditReport:
         :class:`~dpjax.estimators.TradeoffBand` of the last iterate (where measured).
     rdp: at the last recorded step, the :class:`~dpjax.estimators.RDPLowerBound` of the last
         iterate at :data:`RDP_ORDERS` (certified, all orders together), or None.
+    divergence: the :class:`~dpjax.coupled.DivergenceCheck` of every recorded step (non-finite
+        pairs, positions beyond float resolution, a drift that expands); a step that diverged
+        makes the report not ``ok``, and ``problems`` says what to change.
     """
 
     table: pd.DataFrame
@@ -129,19 +133,22 @@ class AuditReport:
     fits: dict = dataclasses.field(default_factory=dict)
     bands: dict = dataclasses.field(default_factory=dict)
     rdp: object = None
+    divergence: Optional[DivergenceCheck] = None
 
     @property
     def ok(self) -> bool:
         """True only when every row is finite and consistent (see ``problems``): no bound or
         exact value below a lower confidence limit, no bound below an exact value, no
-        non-finite chain pair or number, at least one measured step, and every estimate at or
-        above the step's lower bound and inside its own interval."""
+        non-finite or diverged chain pair (see ``divergence``) or number, at least one measured
+        step, and every estimate at or above the step's lower bound and inside its own interval."""
         return not self.problems and self.violations.empty
 
     def summary(self, full: bool = False) -> str:
         """The audit as text in 100 columns: the headline at the last step, eps per recorded
-        step with each row's release, the verdict, the notes and every number's source at the
-        headline step. ``full=True``: every step and full sources."""
+        step with each row's kind and release in ``table``'s own words (a release too long for
+        the table as "release k", spelled out below it), which rows are of releases that must not
+        be compared, the verdict, the notes and every number's source in full at the headline
+        step. ``full=True``: every step (by default, the steps that fit one block)."""
         return _display.audit_summary(self, full=full)
 
     def __repr__(self) -> str:
@@ -335,6 +342,7 @@ def audit(
     return _report(
         result, delta=delta, confidence=confidence, seed=seed, bound_names=list(bounds), exact_names=list(exact), claim=claim,
         path_loss=path_loss, statistic=statistic, fits=fits, auto_claims=auto_claims, notes=notes,
+        divergence=check_divergence(result, model, pair, sampler),
     )
 
 
@@ -372,10 +380,12 @@ def _measure_last_iterate(p, q, step, bad, *, delta, confidence, seed, statistic
 
 
 def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int, bound_names, exact_names, claim, path_loss: bool,
-            statistic: Statistic = "auto", fits: bool = False, auto_claims: Optional[dict] = None, notes: Optional[list] = None) -> AuditReport:
+            statistic: Statistic = "auto", fits: bool = False, auto_claims: Optional[dict] = None, notes: Optional[list] = None,
+            divergence: Optional[DivergenceCheck] = None) -> AuditReport:
     """The audit's table, violations, problems and notes from recorded chains; ``claim(step,
     kind, name)`` returns (curve or None, eps) of a bound or an exact value; ``auto_claims``:
-    name -> {step: _Claim} of the sampler's own bounds."""
+    name -> {step: _Claim} of the sampler's own bounds; ``divergence``: the chains' check
+    (:func:`~dpjax.coupled.check_divergence`; None: non-finite pairs only)."""
     if result.num_nonfinite:
         warnings.warn(
             f"{result.num_nonfinite} of {len(result.finite)} chain pairs went non-finite; each step's measurements use the pairs "
@@ -388,6 +398,11 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
     finite_by_step = _finite_by_step(result)
     problems: list[str] = []
     recorded_bad = int(np.count_nonzero(~finite_by_step[-1])) if finite_by_step.size else 0
+    if divergence is not None:
+        # growth (the non-finite pairs have their own line per step below)
+        problems += divergence.problems(nonfinite=False)
+        if divergence.advice and divergence.diverged()[np.asarray(divergence.steps) > 0].any():
+            problems.append(f"what to change: {divergence.advice}")
     if result.num_nonfinite > recorded_bad:
         problems.append(
             f"{result.num_nonfinite} of {len(result.finite)} chain pairs went non-finite during the run "
@@ -396,6 +411,11 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
 
     rows = []
     fitted, banded = {}, {}
+    # The path loss is conditional on the batches, so it measures the path released with them;
+    # full batches are the same every step (no randomness to release), so there it is the path's.
+    batching = (result.config.get("sampler") or {}).get("batching") if isinstance(result.config, dict) else None
+    full_batch = isinstance(batching, dict) and batching.get("name") == "full"
+    path_release = PATH if full_batch else PATH_AND_BATCHES
     for r, step in enumerate(result.steps):
         step = int(step)
         if step == 0:
@@ -409,14 +429,14 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
                                       fitted=fitted, banded=banded)
         if path_loss:
             if keep.sum() < 2:
-                rows.append((step, "path (D vs D')", "estimate", PATH_AND_BATCHES, np.nan, np.nan, np.nan,
+                rows.append((step, "path (D vs D')", "estimate", path_release, np.nan, np.nan, np.nan,
                              f"not measured: only {int(keep.sum())} finite chain pairs at this step (2 needed)", bad))
             else:
                 grid = np.linspace(0.0, max(1.0, 4.0 * float(np.quantile(loss, 0.999))), 400)
                 prof = privacy_loss_profile(loss, grid, confidence=confidence, seed=seed + step)
                 eps_point = float(prof.curve().epsilon(delta))
                 eps_upper = float(prof.upper_curve().epsilon(delta))
-                rows.append((step, "path (D vs D')", "estimate", PATH_AND_BATCHES, eps_point, np.nan, eps_upper,
+                rows.append((step, "path (D vs D')", "estimate", path_release, eps_point, np.nan, eps_upper,
                              "exact path privacy loss, Monte Carlo; upper end: simultaneous empirical-Bernstein", bad))
         for name in bound_names:
             curve, value = claim(step, "bound", name)
@@ -459,7 +479,7 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
                           PrivacyViolationWarning, stacklevel=3)
             problems += [f"violation: {line}" for line in below]
     return AuditReport(table=table, violations=violations.reset_index(drop=True), coupled=result, delta=delta, confidence=confidence,
-                       problems=problems, notes=notes, fits=fitted, bands=banded, rdp=rdp)
+                       problems=problems, notes=notes, fits=fitted, bands=banded, rdp=rdp, divergence=divergence)
 
 
 def _rdp_below_certified(rdp, step: int, bound_names, claim) -> list:

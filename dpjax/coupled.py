@@ -19,6 +19,7 @@ released with the path, as in paper 001, where the differing record is assumed i
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
 
 import jax
@@ -203,3 +204,176 @@ def run_coupled(
         **rec.timings,
     }
     return CoupledResult(rec.steps, rec.positions, rec.neighbour_positions, rec.path_loss, finite, int(num_pairs - finite.sum()), config)
+
+
+# --- divergence ----------------------------------------------------------------------------------
+# A chain pair whose positions are so large that a float cannot hold the step's noise (or the
+# D-D' difference of the step's drift) to two digits has left anything a sampler can mean:
+# its next step is rounding, and every number measured from it is rounding too.
+RESOLUTION_ULPS = 100.0
+# The drift expands where one mean-drift step moves the chain further than the last did; a
+# stable step contracts (|1 - drift_coef * curvature| < 1). Margin: a pure translation (clipped
+# gradients, flat prior) has a ratio of 1 up to rounding.
+EXPANSION_MARGIN = 1e-6
+# Pairs per recorded step on which the drift's expansion is evaluated (a full-batch gradient at
+# three points each; the median over them decides).
+EXPANSION_PAIRS = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class DivergenceCheck:
+    """Whether the chains of a :class:`CoupledResult` diverged, per recorded step.
+
+    steps: (R,) the recorded steps. nonfinite: (R,) pairs non-finite at that step or before.
+    unresolved: (R,) finite pairs whose largest coordinate (on D or D') is so large that 100 of
+        its float spacings exceed both the step's noise std and the D-D' difference of its
+        drift: the chain has grown beyond float resolution of what it measures.
+    checked, expanding: (R,) pairs on which the mean-drift map was evaluated, and those where it
+        expands (one full-batch drift step from the recorded position, then another: the second
+        moves further than the first). expansion: (R,) the median ratio of the two moves; above
+        1 the step size is beyond the model's stability limit at the chains' positions (for a
+        quadratic potential the ratio is |1 - drift_coef * curvature|).
+    step_size: the sampler's step size (None for a schedule). num_pairs: pairs run. advice: what
+        to change (empty when nothing diverged).
+    """
+
+    steps: np.ndarray
+    nonfinite: np.ndarray
+    unresolved: np.ndarray
+    checked: np.ndarray
+    expanding: np.ndarray
+    expansion: np.ndarray
+    step_size: Optional[float]
+    num_pairs: int = 0
+    advice: str = ""
+
+    def diverged(self) -> np.ndarray:
+        """(R,) bool: the step shows non-finite or unresolved pairs, or a drift that expands at
+        most of its checked pairs (median ratio above 1)."""
+        return (self.nonfinite > 0) | (self.unresolved > 0) | (self.expansion > 1.0 + EXPANSION_MARGIN)
+
+    def diverged_pairs(self) -> np.ndarray:
+        """(R,) pairs counted as diverged at each recorded step: the non-finite and the unresolved
+        ones, and every pair of a step whose drift expands at most of the pairs checked (the
+        whole population then grows geometrically, whether or not it has overflowed yet)."""
+        total = self.nonfinite + self.unresolved
+        return np.where(self.expansion > 1.0 + EXPANSION_MARGIN, self.num_pairs, total)
+
+    def problems(self, nonfinite: bool = True) -> list:
+        """One line per diverged recorded step (step 0, the shared start, is never one);
+        ``nonfinite=False`` leaves out the non-finite pairs (a caller that reports them itself)."""
+        out = []
+        for r, t in enumerate(self.steps):
+            if int(t) == 0 or not self.diverged()[r]:
+                continue
+            parts = []
+            if self.nonfinite[r] and nonfinite:
+                parts.append(f"{int(self.nonfinite[r]):,} pairs non-finite")
+            if self.unresolved[r]:
+                parts.append(f"{int(self.unresolved[r]):,} pairs grown beyond float resolution of the step's noise and of the D-D' "
+                             "difference")
+            if self.expansion[r] > 1.0 + EXPANSION_MARGIN:
+                parts.append(f"the drift expands by a median factor {self.expansion[r]:.3g} a step at the chains' positions "
+                             f"({int(self.expanding[r])} of {int(self.checked[r])} pairs checked)")
+            if parts:
+                out.append(f"step {int(t)}: the chains DIVERGED: " + "; ".join(parts))
+        return out
+
+
+def _advice(step_size: Optional[float], expansion: float, unresolved: bool, nonfinite: bool, parameterisation: str) -> str:
+    """What to change, in the sampler's own step-size units."""
+    if np.isfinite(expansion) and expansion > 1.0 + EXPANSION_MARGIN and step_size is not None:
+        # a quadratic's ratio is |1 - c lambda| with c lambda > 2 here, so c lambda = 1 + ratio and
+        # the stability limit c lambda < 2 is a step size 2 / (1 + ratio) times this one
+        limit = step_size * 2.0 / (1.0 + expansion)
+        return (f"lower the step size: {step_size:g} is beyond the stability limit of this model at the chains' positions "
+                f"(about {limit:.3g} in the {parameterisation} parameterisation; below {0.5 * limit:.3g} leaves a margin), "
+                "or clip the gradients / strengthen the prior")
+    if unresolved or nonfinite or (expansion > 1.0 + EXPANSION_MARGIN):
+        return ("lower the step size (or, for a schedule, its largest value), clip the gradients or check the model: "
+                "the chains left any region a sampler can mean")
+    return ""
+
+
+def check_divergence(result: CoupledResult, model: Model, pair: NeighbouringPair, sampler: LangevinSampler) -> DivergenceCheck:
+    """Check every recorded step of ``result`` for diverged chains (see :class:`DivergenceCheck`).
+
+    The check uses what the run recorded (positions of both chains) and the model and sampler
+    that made them: non-finite pairs; positions beyond float resolution of the step's noise std
+    and of the D-D' drift difference (the differing record's full-batch gradients, clipped as the
+    sampler clips, times the step's drift coefficient: the sampler's batch scale n/s only
+    enlarges it); and whether the full-batch mean drift expands at the recorded positions of
+    D's chains (median over up to :data:`EXPANSION_PAIRS` pairs). A step-size schedule is read
+    at the step that produced each recorded position.
+    """
+    from .samplers.kernel import clip_one, clip_record_grads
+
+    steps = np.asarray(result.steps)
+    num_steps = steps.size
+    now = (np.all(np.isfinite(result.positions), axis=-1) & np.all(np.isfinite(result.neighbour_positions), axis=-1)
+           & np.isfinite(result.path_loss))
+    finite = np.logical_and.accumulate(now, axis=0) if num_steps else now
+    nonfinite = np.array([int(np.count_nonzero(~finite[r])) for r in range(num_steps)], dtype=np.int64)
+    unresolved = np.zeros(num_steps, dtype=np.int64)
+    checked = np.zeros(num_steps, dtype=np.int64)
+    expanding = np.zeros(num_steps, dtype=np.int64)
+    expansion = np.zeros(num_steps)
+    idx = pair.index
+    with jax.enable_x64(True):
+        fields_d = {k: jnp.asarray(v) for k, v in pair.dataset.fields.items()}
+        mask_d = jnp.asarray(pair.dataset.mask, dtype=jnp.float64)
+        record_d = {k: v[idx] for k, v in fields_d.items()}
+        record_n = {k: jnp.asarray(v)[idx] for k, v in pair.neighbour.fields.items()}
+        mask_d_i = float(np.asarray(pair.dataset.mask)[idx])
+        mask_n_i = float(np.asarray(pair.neighbour.mask)[idx])
+        clip = sampler.clip_norm
+
+        def full_grad(theta):
+            # the mean of the sampler's gradient estimate over its batches: every record once
+            grads = jax.vmap(model.record_grad, in_axes=(None, 0))(theta, fields_d)
+            return model.prior_grad(theta) + clip_record_grads(grads, mask_d, clip)
+
+        def moves(theta, coef):
+            x1 = theta - coef * full_grad(theta)
+            x2 = x1 - coef * full_grad(x1)
+            return jnp.sqrt(jnp.sum((x1 - theta) ** 2)), jnp.sqrt(jnp.sum((x2 - x1) ** 2))
+
+        def difference(theta, coef):
+            gap = mask_d_i * clip_one(model.record_grad(theta, record_d), clip) - mask_n_i * clip_one(model.record_grad(theta, record_n), clip)
+            return coef * jnp.sqrt(jnp.sum(gap**2))
+
+        moves_fn = jax.jit(jax.vmap(moves, in_axes=(0, None)))
+        difference_fn = jax.jit(jax.vmap(difference, in_axes=(0, None)))
+        for r, t in enumerate(steps):
+            t = int(t)
+            if t == 0:
+                continue
+            coef, noise_std = (float(v) for v in sampler.coefficients(jnp.asarray(t - 1, jnp.int32), jnp.float64))
+            keep = np.flatnonzero(finite[r])
+            if keep.size == 0:
+                continue
+            x = np.asarray(result.positions[r][keep], dtype=np.float64)
+            y = np.asarray(result.neighbour_positions[r][keep])
+            # the spacing of the recorded dtype (float32 runs resolve far less)
+            largest = np.maximum(np.max(np.abs(result.positions[r][keep]), axis=-1), np.max(np.abs(y), axis=-1))
+            spacing = np.spacing(largest.astype(result.positions.dtype)).astype(np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):
+                gap = np.asarray(difference_fn(jnp.asarray(x), coef), dtype=np.float64)
+            gap = np.where(np.isfinite(gap), gap, 0.0)
+            unresolved[r] = int(np.count_nonzero(RESOLUTION_ULPS * spacing > np.maximum(noise_std, gap)))
+            sub = x[: EXPANSION_PAIRS]
+            first, second = (np.asarray(v, dtype=np.float64) for v in moves_fn(jnp.asarray(sub), coef))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                # a second move that overflows where the first did not is expansion (inf)
+                ratio = np.where(first > 0, second / first, 0.0)
+            ratio = np.where(np.isnan(ratio), np.inf, ratio)
+            checked[r] = sub.shape[0]
+            expanding[r] = int(np.count_nonzero(ratio > 1.0 + EXPANSION_MARGIN))
+            expansion[r] = float(np.median(ratio))
+    step_size = None if callable(sampler.step_size) else float(sampler.step_size)
+    worst = float(np.max(expansion)) if expansion.size else 0.0
+    advice = _advice(step_size, worst, bool(unresolved.any()), bool(nonfinite[steps > 0].any()) if num_steps else False,
+                     sampler.parameterisation)
+    return DivergenceCheck(steps=steps, nonfinite=nonfinite, unresolved=unresolved, checked=checked, expanding=expanding,
+                           expansion=expansion, step_size=step_size, num_pairs=int(result.finite.size),
+                           advice=advice)

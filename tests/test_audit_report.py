@@ -13,7 +13,7 @@ import dpjax
 from dpjax import samplers
 from dpjax.accountants import PrivacyCurve, Provenance, pld_curve
 from dpjax.accountants.samplers.girsanov import thm54_ula_path
-from dpjax.audit import FIT_KIND, LAST_ITERATE, PATH_AND_BATCHES, UNSTATED, PrivacyViolationWarning, audit, release_label
+from dpjax.audit import FIT_KIND, LAST_ITERATE, PATH, PATH_AND_BATCHES, UNSTATED, PrivacyViolationWarning, audit, release_label
 from dpjax.models.gaussian_mean import gaussian_mean, gaussian_mean_dataset
 
 GAMMA, GAP = 0.02, 2.0
@@ -39,7 +39,8 @@ def report():
 
 def test_every_row_names_its_release(report):
     t = report.table
-    assert set(t["released"]) == {LAST_ITERATE, PATH_AND_BATCHES, UNSTATED, "path (every iterate)"}
+    # ULA's batches are full, the same every step: its path loss measures the path itself
+    assert set(t["released"]) == {LAST_ITERATE, PATH, UNSTATED}
     assert (t[t["quantity"] == "PLD"]["released"] == UNSTATED).all()  # pld_curve's provenance states none
     assert (t[t["quantity"] == "Thm 5.4"]["released"] == "path (every iterate)").all()
     assert set(t[t["kind"].isin(["lower bound", "band", FIT_KIND, "estimate"]) & (t["quantity"] == "last iterate")]["released"]) == {LAST_ITERATE}
@@ -92,14 +93,14 @@ def test_the_report_says_when_the_sample_size_limits_the_bound():
 def test_the_figure_has_a_panel_per_release_and_the_verdict_in_its_title(report, tmp_path):
     fig = report.figure()
     titles = [ax.get_title() for ax in fig.axes]
-    assert titles == ["release: last iterate", "release: path (every iterate)", "release: path and batches", f"release: {UNSTATED}"]
+    assert titles == ["release: last iterate", "release: path (every iterate)", f"release: {UNSTATED}"]
     assert fig._suptitle.get_text().startswith("audit: ")
     verdict = "ok" if report.ok else ("PRIVACY VIOLATION" if not report.violations.empty else "NOT OK")
     assert fig._suptitle.get_text().startswith(f"audit: {verdict};")
     # the path-loss estimate's open upper end is drawn as an arrow off the top of its panel
-    batches = fig.axes[2]
-    arrows = [c for c in batches.get_children() if type(c).__name__ == "Annotation"]
-    assert len(arrows) == int(np.isposinf(report.table[report.table["released"] == PATH_AND_BATCHES]["upper"]).sum())
+    path = fig.axes[1]
+    arrows = [c for c in path.get_children() if type(c).__name__ == "Annotation"]
+    assert len(arrows) == int(np.isposinf(report.table[report.table["released"] == PATH]["upper"]).sum())
     # markers are not clipped, so a certified 0 sits visibly on the axis
     assert all(not line.get_clip_on() for line in fig.axes[0].get_lines() if line.get_marker() == "^")
     # legends sit below their panel, not over the data

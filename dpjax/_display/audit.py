@@ -10,21 +10,53 @@ import numpy as np
 
 from . import WIDTH, _confidence, epsilon_axis, fmt, fmt_count, fmt_interval, new_figure, text_table, wrap_text
 
-_KIND_LABEL = {
-    "bound": "bound",
-    "exact": "exact",
-    "lower bound": "certified",
-    "band": "band (certified)",
-    "fit (assumes GDP)": "fit (assumes GDP)",
-    "estimate": "estimate",
-}
-# claims first, then what the chains certify, then the fit, then estimates
+# The table's own words print as they are (report.table["kind"], report.table["released"]): one
+# set of labels. Claims first, then what the chains certify, then the fit, then estimates.
 _KIND_ORDER = {"bound": 0, "exact": 1, "lower bound": 2, "band": 3, "fit (assumes GDP)": 4, "estimate": 5}
-_SHORT_RELEASE = {"last iterate": "last iterate", "path (every iterate)": "path", "path and batches": "path+batches"}
+# A release longer than this prints as a reference ("release 1") with its full words below the
+# table, so a bound's own description never widens the table past the page or is cut.
+_RELEASE_WIDTH = 24
+# Releases that contain one another: the last iterate is a function of the path, the path of the
+# path with its batches. A number of a larger release is not bounded by a smaller one's bound.
+_RELEASE_RANK = {"last iterate": 0, "path (every iterate)": 1, "path and batches": 2}
 
 
-def _short_release(released: str) -> str:
-    return _SHORT_RELEASE.get(released, "unstated" if released.startswith("release not stated") else released[:14])
+def _release_keys(releases) -> dict:
+    """release -> what the table prints for it: itself, or "release k" when too long."""
+    out, k = {}, 0
+    for released in releases:
+        if released in out:
+            continue
+        if len(released) <= _RELEASE_WIDTH:
+            out[released] = released
+        else:
+            k += 1
+            out[released] = f"release {k}"
+    return out
+
+
+def _not_comparable(at) -> list:
+    """Sentences for rows at one step that a reader could compare but must not: a number of a
+    larger (or unrelated) release beside a bound of a smaller one. Every release contains the
+    last iterate, so the last iterate's numbers are comparable with any bound (the audit checks
+    exactly that); a path's numbers only with bounds of the path or a larger release."""
+    bounds = at[(at["kind"] == "bound") & np.isfinite(at["epsilon"].astype(float))]
+    measured = at[at["kind"].isin(["lower bound", "band", "fit (assumes GDP)", "estimate", "exact"])
+                  & np.isfinite(at["epsilon"].astype(float)) & (at["released"] != "last iterate")]
+    out = []
+    for m in measured.itertuples():
+        rank_m = _RELEASE_RANK.get(m.released)
+        apart = []
+        for b in bounds.itertuples():
+            rank_b = _RELEASE_RANK.get(b.released)
+            if b.released == m.released or (rank_b is not None and rank_m is not None and rank_m < rank_b):
+                continue  # the same release, or one the bound's release contains
+            apart.append(f"{b.quantity} ({fmt(b.epsilon)}, {b.released})")
+        if apart:
+            out.append(f"{m.quantity} ({m.kind}, {fmt(m.epsilon)}) is of the {m.released}, a release the bound{'s' if len(apart) > 1 else ''} "
+                       f"{', '.join(apart[:-1]) + ' and ' if len(apart) > 1 else ''}{apart[-1]} {'do' if len(apart) > 1 else 'does'} not cover: not comparable (above "
+                       f"{'them' if len(apart) > 1 else 'it'} would be no violation)")
+    return out
 
 
 def _audit_cell(row) -> str:
@@ -42,7 +74,9 @@ def _audit_cell(row) -> str:
 
 
 def _step_blocks(steps: Sequence[int], cell_width: int, first_width: int, width: int) -> list:
-    per_block = max(1, (width - first_width) // (cell_width + 2))
+    # first_width counts a 2-space separator after each label column; a block of k steps adds k
+    # cells and k - 1 more separators: first_width + k (cell_width + 2) - 2 <= width
+    per_block = max(1, (width - first_width + 2) // (cell_width + 2))
     return [list(steps[i : i + per_block]) for i in range(0, len(steps), per_block)]
 
 
@@ -64,6 +98,11 @@ def audit_summary(report, full: bool = False, width: int = WIDTH) -> str:
     num_pairs = len(coupled.finite)
     conf = _confidence(report.confidence)
     nonfinite = f"{fmt_count(coupled.num_nonfinite)} non-finite" + (", excluded" if coupled.num_nonfinite else "")
+    divergence = getattr(report, "divergence", None)
+    if divergence is not None:
+        # the most pairs counted as diverged at any recorded step (non-finite ones included)
+        grown = int(np.max(divergence.diverged_pairs(), initial=0))
+        nonfinite += f", {fmt_count(grown)} diverged" + (": NOT measurable, see the verdict" if grown else "")
     out = [wrap_text(
         f"dpjax audit: eps at delta = {fmt(report.delta)}, {conf} confidence, {fmt_count(num_pairs)} coupled chain pairs ({nonfinite})",
         width, indent="  ", first="")]
@@ -78,7 +117,8 @@ def audit_summary(report, full: bool = False, width: int = WIDTH) -> str:
     cells = {}
     for _, row in t.iterrows():
         cells[(row["quantity"], row["kind"], row["released"], int(row["step"]))] = _audit_cell(row)
-    labels = [(q, _KIND_LABEL.get(k, k), _short_release(r)) for q, k, r in keys]
+    release_keys = _release_keys(r for _, _, r in keys)
+    labels = [(q, k, release_keys[r]) for q, k, r in keys]
     cell_width = max([len(c) for c in cells.values()] + [len(f"step {steps[-1]}")])
     first_width = sum(max(len(lab[j]) for lab in labels) for j in range(3)) + 6
     blocks = _step_blocks(steps, cell_width, first_width, width)
@@ -96,6 +136,13 @@ def audit_summary(report, full: bool = False, width: int = WIDTH) -> str:
         out.append(text_table(header, rows, align="lll" + "r" * len(block), width=width))
     if hidden:
         out.append(f"({hidden} more recorded step{'s' if hidden > 1 else ''}: print(report.summary(full=True)), or report.table)")
+    for released, key in release_keys.items():
+        if key != released:
+            out.append(wrap_text(f"{key}: {released}", width, indent="  ", first=""))
+    apart = _not_comparable(t[t["step"] == steps[-1]])
+    if apart:
+        out.append(f"releases differ (step {steps[-1]}):")
+        out.extend(wrap_text(line, width, indent="    ", first="  ") for line in apart)
     rdp = getattr(report, "rdp", None)
     if rdp is not None:
         shown = ", ".join(f"a={fmt(a, 3)}: >= {fmt(v)}" if c else f"a={fmt(a, 3)}: -" for a, v, c in zip(rdp.orders, rdp.rdp, rdp.certified))
@@ -111,10 +158,9 @@ def audit_summary(report, full: bool = False, width: int = WIDTH) -> str:
     at = t[t["step"] == steps[-1]]
     for q, k, released in _row_keys(at):
         src = at[(at["quantity"] == q) & (at["kind"] == k) & (at["released"] == released)]["source"].iloc[0]
-        text = wrap_text(f"{q} ({_KIND_LABEL.get(k, k)}; release: {released}): {src}", width, indent="    ", first="  ")
-        if not full and text.count("\n") > 1:  # two lines each; report.summary(full=True) has all
-            text = "\n".join(text.splitlines()[:2])[: -3].rstrip() + "..."
-        out.append(text)
+        # in full, wrapped at word boundaries: a source cut mid-sentence can drop the very
+        # assumption ("ONLY IF ...") that decides whether the number applies
+        out.append(wrap_text(f"{q} ({k}; release: {released}): {src}", width, indent="    ", first="  "))
     return "\n".join(out)
 
 
@@ -151,6 +197,10 @@ def _audit_headline(report, step: int) -> list:
         parts.append("unbounded by the accountants given (every bound is infinite)")
     if not parts:
         return []
+    divergence = getattr(report, "divergence", None)
+    if divergence is not None and divergence.diverged()[np.asarray(divergence.steps) > 0].any():
+        # what the chains "certify" after they diverged is a property of the rounding, not of the sampler
+        parts = [p.replace("(certified by the chains at", "(what the DIVERGED chains show at") for p in parts]
     sentence = f"At step {step} the last iterate's eps(delta = {fmt(report.delta)}) is " + " and ".join(
         [", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts
     )
