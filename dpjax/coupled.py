@@ -173,7 +173,7 @@ def run_coupled(
         if shape != (dim,):
             raise ValueError(f"init(key) returned shape {shape}; it must return a position of shape ({dim},)")
     mesh = runner.check_mesh(mesh)
-    runner.choose_engine(engine, runner.recognised_model(engine, model, pair), sampler)  # an impossible engine choice fails before any compute
+    runner.plan_engine(engine, model, pair, sampler)  # an impossible engine choice fails before any compute (recognition is cached)
 
     bar = None
     if progress:

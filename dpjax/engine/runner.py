@@ -131,6 +131,39 @@ def choose_engine(engine: str, model: Model, sampler: LangevinSampler) -> str:
     return engine
 
 
+class EnginePlan(NamedTuple):
+    """How the engine will run a model on a pair, decided once (:func:`plan_engine`).
+
+    ``model``: the model as the paths take it (its quadratic or GLM form where the engine
+    recognised one); ``structure``: "quadratic", "glm" or "general" (what was recognised);
+    ``path``: the engine path (:data:`ENGINES`); ``provider_kind``: the gradient provider the
+    path builds (:func:`.gradients.provider_for`); ``fallback``: the XLA path a Pallas kernel
+    falls back to when it does not compile (``engine="auto"`` only), else None."""
+
+    model: Model
+    structure: str
+    path: str
+    provider_kind: str
+    fallback: Optional[str]
+
+
+# the provider each path builds, and the XLA path behind each Pallas kernel
+PROVIDER_KINDS = {"reference": "generic", "quadratic": "quadratic", "glm": "glm", "batched": "batched", "pallas": "quadratic", "pallas-glm": "glm"}
+XLA_PATHS = {"pallas": "quadratic", "pallas-glm": "glm"}
+
+
+def plan_engine(engine: str, model: Model, pair: NeighbouringPair, sampler: LangevinSampler) -> EnginePlan:
+    """Recognise the model once (its quadratic or GLM form, :mod:`.detect`), choose the path
+    (:func:`choose_engine`) and name the provider and the fallback: everything the run needs to
+    go straight down one path. Raises ``ValueError`` naming the reason when an explicit
+    ``engine`` cannot run this model and sampler (before any compute)."""
+    model = recognised_model(engine, model, pair)
+    path = choose_engine(engine, model, sampler)
+    structure = "quadratic" if QuadraticGradients.supports(model) else ("glm" if glm_of(model) is not None else "general")
+    fallback = XLA_PATHS.get(path) if engine == "auto" else None
+    return EnginePlan(model, structure, path, PROVIDER_KINDS[path], fallback)
+
+
 def recognised_model(engine: str, model: Model, pair: NeighbouringPair) -> Model:
     """``model``, or for the paths that can use it the same model as a
     :class:`~dpjax.models.QuadraticModel` when it is provably quadratic (auto, quadratic,
@@ -241,27 +274,26 @@ def run_pairs(
     leader with such a dict every ``checkpoint_every`` steps. progress: called with each step count done.
     """
     dtype = jnp.dtype(dtype)
-    model = recognised_model(engine, model, pair)
-    path = choose_engine(engine, model, sampler)
+    plan = plan_engine(engine, model, pair, sampler)
     # float32 chains on a GPU: at XLA's default precision float32 dot products (a model's
     # x @ theta, the loss's <Delta, z>) may run on TF32 units with 10-bit mantissas: the likely
     # cause of float32 path losses 4% (relative) off the Pallas kernel's on an H100. A chain's
     # precision is the dtype the user chose, so every product is asked for in full
     with jax.enable_x64(dtype == jnp.dtype(jnp.float64)), jax.default_matmul_precision("highest"):
-        return _run(seed, model, pair, sampler, num_pairs, num_steps, np.asarray(record_steps, np.int64), init, dtype, check_mesh(mesh),
-                    chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll or default_unroll(),
-                    fallback=engine == "auto" and path in ("pallas", "pallas-glm"))
+        return _run(seed, plan, pair, sampler, num_pairs, num_steps, np.asarray(record_steps, np.int64), init, dtype, check_mesh(mesh),
+                    chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, unroll or default_unroll())
 
 
-def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, mesh, chunk_size, checkpoint_every, load_checkpoint, save_checkpoint, progress, path, unroll, fallback=False):
+def _run(seed, plan: EnginePlan, pair, sampler, num_pairs, num_steps, steps, init, dtype, mesh, chunk_size, checkpoint_every, load_checkpoint, save_checkpoint,
+         progress, unroll):
+    model, path = plan.model, plan.path
     n, dim, index = pair.dataset.num_slots, model.dim, pair.index
     num_devices = int(mesh.shape["chains"])
     padded = num_devices * math.ceil(num_pairs / num_devices)
     chains = NamedSharding(mesh, PartitionSpec("chains"))
     replicated = NamedSharding(mesh, PartitionSpec())
 
-    kind = {"reference": "generic", "pallas": "quadratic", "pallas-glm": "glm"}.get(path, path)
-    provider, host_data = provider_for(model, pair, kind, dtype, sampler)
+    provider, host_data = provider_for(model, pair, plan.provider_kind, dtype, sampler)
     data = jax.device_put(host_data, replicated)
     index_arg = jnp.asarray(index, jnp.int32)
     sampler_arg = _sampler_leaves(sampler, dtype)
@@ -283,13 +315,13 @@ def _run(seed, model, pair, sampler, num_pairs, num_steps, steps, init, dtype, m
             from . import pallas_kernel as kernel
         else:
             from . import pallas_glm as kernel
-        xla_path = {"pallas": "quadratic", "pallas-glm": "glm"}[path]
+        xla_path = XLA_PATHS[path]
 
         advance = lambda st, start, count: kernel.advance(sampler_arg, data, index_arg, keys, st, start, count, provider=provider, num_slots=n, mesh=mesh)
         try:
             jax.block_until_ready(advance(state, zero, zero))
         except Exception as err:  # a JAX or Triton version whose Pallas lowering lacks something the kernel uses
-            if not fallback:
+            if plan.fallback is None:
                 raise
             warnings.warn(f"the Pallas kernel did not compile here ({type(err).__name__}: {str(err)[:200]}); running the same "
                           f"steps on engine={xla_path!r} (the XLA path: same numbers, slower on a GPU)", RuntimeWarning, stacklevel=3)
