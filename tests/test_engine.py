@@ -466,3 +466,24 @@ def test_float32_chains_keep_full_float32_dot_products(monkeypatch):
     dots = [line for text in texts for line in text.splitlines() if "dot_general" in line]
     assert dots, "the model's x @ theta should appear as a dot in the program"
     assert all("HIGHEST" in line for line in dots), [line for line in dots if "HIGHEST" not in line][:2]
+
+
+def test_the_engine_plans_a_run_once():
+    """issue 36: one recognition step (quadratic / GLM / general) chooses the path, the provider
+    and the fallback; the same plan whatever asks."""
+    from dpjax.models import logistic_regression
+
+    pair = dpjax.replace_one(dpjax.make_dataset(x=np.ones((3, 1)), y=np.zeros(3)), 0, {"x": np.array([2.0]), "y": np.array(1.0)})
+    as_plain = dpjax.Model(lambda th, r: -0.5 * (r["y"] - r["x"] @ th) ** 2, lambda th: -0.5 * jnp.sum(th**2), dim=1)
+    ula = samplers.ula(0.01)
+    plan = runner.plan_engine("auto", as_plain, pair, ula)
+    assert (plan.structure, plan.path, plan.provider_kind) == ("quadratic", "quadratic" if jax.default_backend() != "gpu" else "pallas",
+                                                               "quadratic")
+    assert plan.model is runner.plan_engine("auto", as_plain, pair, ula).model  # recognised once, the same object after
+    plan = runner.plan_engine("reference", as_plain, pair, ula)
+    assert (plan.structure, plan.path, plan.provider_kind, plan.fallback) == ("general", "reference", "generic", None)
+    logistic = runner.plan_engine("auto", logistic_regression(1.0, 1), pair, samplers.sgld(0.01, batching="poisson", rate=0.5))
+    assert logistic.structure == "glm" and logistic.provider_kind == "glm"
+    assert logistic.fallback == ("glm" if logistic.path == "pallas-glm" else None)
+    explicit = runner.plan_engine("pallas-glm", logistic_regression(1.0, 1), pair, samplers.sgld(0.01, batching="poisson", rate=0.5))
+    assert (explicit.path, explicit.fallback) == ("pallas-glm", None)  # an explicit kernel never falls back silently
