@@ -339,11 +339,18 @@ def _noises(noise_multiplier) -> np.ndarray:
 def _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options, *fixed):
     """The checked arguments of a calibration, broadcast and flattened: (shape, target, delta,
     the ``fixed`` parameters (each a (checker, value) pair), the accountant)."""
+    for name, value in [("target_epsilon", target_epsilon), ("delta", delta)] + [(check.__name__, v) for check, v in fixed]:
+        if np.size(value) == 0:  # an empty batch: nothing to calibrate (it ended in an IndexError)
+            name = _FIXED_NAMES.get(name, name)
+            raise ValueError(f"{name}={_validate._fmt(value)} violates {name} a number or a non-empty array: it is empty")
     target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
     values = [check(value) for check, value in fixed]
     shape = np.broadcast_shapes(target.shape, d.shape, *(v.shape for v in values))
     target, d, *values = (np.broadcast_to(v, shape).ravel() for v in [target, d] + values)
     return shape, target, d, values, _Accountant(accountant, adj, d, orders, sampling, pld_options)
+
+
+_FIXED_NAMES = {"_rates": "sampling_rate", "_steps": "steps", "_noises": "noise_multiplier"}
 
 
 def _rho(target, delta):

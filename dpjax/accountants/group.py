@@ -44,6 +44,7 @@ def _envelope(orders: np.ndarray, rdp: np.ndarray):
     return at
 
 
+@_validate.arguments(orders="reals", rdp="reals")
 def group_rdp(orders, rdp, size: int) -> np.ndarray:
     """RDP bound for groups of ``size`` records at the curve's ``orders`` (orders on the last
     axis of ``rdp``); see the module docstring (Mironov 2017, Prop. 11 and Cor. 4)."""

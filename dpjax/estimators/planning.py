@@ -91,6 +91,8 @@ def expected_certified_bound(mu: float, pairs: float, delta: float, confidence: 
     delta = check_delta(delta)
     confidence = check_confidence(confidence)
     selection_fraction = _validate.in_range("selection_fraction", selection_fraction, 0.0, 1.0, low_open=True, high_open=True)
+    if pairs >= 2.0**53:  # the held-out counts are carried in float64
+        raise ValueError(f"pairs={_validate._fmt(pairs)} violates pairs < 2**53 (sample counts are carried in float64)")
 
     held_out = max(int(round((1.0 - selection_fraction) * pairs)), 1)
     return oracle_lower_bound(stats.norm(0.0, 1.0), stats.norm(mu, 1.0), held_out, held_out, delta, confidence, grid_size=401)

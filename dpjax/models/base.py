@@ -58,6 +58,8 @@ class Model:
                 raise TypeError(f"{name}={getattr(self, name)!r:.80} violates the rule that {name} is a function of theta (a callable)")
         if not (isinstance(self.dim, int) and not isinstance(self.dim, bool) and self.dim >= 1):
             raise ValueError(f"dim={self.dim!r} must be a positive integer")
+        if self.dim > 2**31 - 1:  # a parameter vector no device holds (10**30 was accepted)
+            raise ValueError(f"dim={self.dim} violates dim <= 2**31 - 1 (an array axis the device can index)")
         if not (self.likelihood_weight > 0):
             raise ValueError(f"likelihood_weight={self.likelihood_weight!r} violates likelihood_weight > 0")
 

@@ -57,6 +57,15 @@ def ula(step_size: StepSize, *, temperature: float = 1.0, parameterisation: str 
     return LangevinSampler(step_size, FullBatch(), temperature, clip_norm, parameterisation, "ula")
 
 
+_MAX_BATCH = 2**31 - 1  # record indices are int32 on the device
+
+
+def _check_batch_size(batch_size) -> None:
+    """A batch size beyond any data set the device can index (10**30 was accepted, issue 38)."""
+    if _validate._is_integer(batch_size) and int(batch_size) > _MAX_BATCH:
+        raise ValueError(f"batch_size={int(batch_size)} violates batch_size <= 2**31 - 1 (record indices are int32 on the device)")
+
+
 def sgld(
     step_size: StepSize,
     *,
@@ -73,6 +82,7 @@ def sgld(
     :class:`BatchingScheme`. ``"welling-teh"``: theta' = theta - (eta/2) grad U_hat + sqrt(eta T) xi;
     ``"euler"`` (paper 001 eq. 31): x' = x - gamma grad U_hat + sqrt(2 gamma / beta) z, beta = 1/T.
     """
+    _check_batch_size(batch_size)
     if isinstance(batching, str):
         batching = make_batching(batching, batch_size=batch_size, rate=rate)
     elif not isinstance(batching, BatchingScheme):
@@ -101,5 +111,6 @@ def cyclic_sgld(
     """
     if batch_size is None:
         raise _validate.ArgumentKindError("batch_size=None violates batch_size a positive integer (1 by default)")
+    _check_batch_size(batch_size)
     batching = make_batching("cyclic", batch_size=batch_size, order=order, order_family=order_family)
     return LangevinSampler(step_size, batching, temperature, clip_norm, parameterisation, "cyclic-sgld")
