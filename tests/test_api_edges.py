@@ -143,8 +143,9 @@ def test_calibrate_steps_refuses_within_10_s():
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match="accountant='rdp'"):
         calibrate_steps(1, 1e-5, 1000.0, 0.01)
-    # 5 s alone on the 2-core CPU (mostly compilation); the margin is for a loaded machine
-    assert time.perf_counter() - t0 < 25.0
+    # 5 s alone on the 2-core CPU (mostly compilation), 18-30 s while other test runs share
+    # it; today's code ran past 120 s. The bound that does not depend on the load: the caps
+    assert time.perf_counter() - t0 < 90.0
 
 
 def test_wide_bracket_falls_back_on_rdp():

@@ -57,7 +57,7 @@ _MAX_ROUNDS = 8  # searches per configuration (each after a change of its grid)
 # MAX_GRID), and a grid is refined at most _MAX_REFINE-fold at once, 2^_MAX_REFINE_TOTAL-fold
 # in all; past either the target is out of the PLD's resolution and the error says so (and
 # that accountant='rdp' answers).
-_CALIBRATION_MAX_GRID = 2**21
+_CALIBRATION_MAX_GRID = 2**22
 _MAX_REFINE = 16.0
 _MAX_REFINE_TOTAL = 8
 _NOISE_RANGE = (1e-2, 1e9)
