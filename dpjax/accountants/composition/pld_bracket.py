@@ -193,14 +193,19 @@ class RDPFallback:
         return np.where(wide, np.minimum(pess, rdp_delta), pess)
 
 
+# the RDP accountant's default orders (rdp.DEFAULT_ORDERS, dp_accounting's), written out here:
+# rdp imports the PLD accountant, so importing it back would make a circle (a test
+# checks that the two agree: tests/test_api_edges.py)
+_FALLBACK_ORDERS = np.array([1.0 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024], dtype=np.float64)
+
+
 @functools.lru_cache(maxsize=16)
 def _fallback_rdp(fallback: RDPFallback):
     """(orders, RDP of the whole run (batch shape + orders)): sum over stages of steps times
     the one-step RDP (cached: a curve queried many times computes it once)."""
     from ..mechanisms.gaussian import subsampled_gaussian_rdp
-    from .rdp import DEFAULT_ORDERS
 
-    orders = np.asarray(DEFAULT_ORDERS, dtype=np.float64)
+    orders = _FALLBACK_ORDERS
     total = 0.0
     for sigma, q, steps in fallback.stages:
         per_step = subsampled_gaussian_rdp(np.asarray(q)[:, None], np.asarray(sigma)[:, None], orders)
