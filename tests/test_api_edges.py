@@ -186,3 +186,33 @@ def test_fallback_orders_are_the_rdp_accountants():
     from dpjax.accountants.composition import pld_bracket, rdp
 
     np.testing.assert_array_equal(pld_bracket._FALLBACK_ORDERS, rdp.DEFAULT_ORDERS)
+
+
+def test_summaries_print_in_a_few_lines():
+    """Issue 38, item 5: print(pair) dumped every record (24 KB for 500), print(model) and
+    print(Calibration) raw reprs; each is now a short summary (repr keeps the full contents)."""
+    import dpjax
+    from dpjax.accountants import calibrate_noise_multiplier
+    from dpjax.models import gaussian_mean, gaussian_mean_dataset
+
+    data = gaussian_mean_dataset(np.linspace(-1, 1, 500))
+    pair = dpjax.replace_one(data, 0, {"x": np.array([1.0])})
+    assert str(pair) == "NeighbouringPair (replace-one): Dataset of 500 records (500 slots): x (1,); record 0 replaced by {'x': [1.0]}"
+    assert len(repr(pair)) > 1000  # the full contents are still there to read
+    assert str(gaussian_mean(dim=1)) == "QuadraticModel 'gaussian_mean': theta in R^1 (curvature structure)"
+    cal = calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000, accountant="rdp")
+    text = str(cal)
+    assert text.count("\n") == 1 and text.startswith(f"noise_multiplier = {cal.value:.10g}: eps = ") and "rdp accountant" in text
+
+
+def test_sgld_takes_the_accountants_sampling_rate_and_deprecates_rate():
+    from dpjax import samplers
+
+    new = samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0)
+    with pytest.warns(DeprecationWarning, match="sgld\\(rate=...\\) is deprecated: use sampling_rate"):
+        old = samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0)
+    assert new == old
+    with pytest.raises(ValueError, match="not both"):
+        samplers.sgld(0.02, batching="poisson", rate=0.25, sampling_rate=0.25)
+    with pytest.raises(ValueError, match="sampling_rate=1.5 violates sampling_rate in"):
+        samplers.sgld(0.02, batching="poisson", sampling_rate=1.5)

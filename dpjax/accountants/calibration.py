@@ -100,6 +100,28 @@ class Calibration:
     def __float__(self) -> float:
         return float(self.value)
 
+    def __str__(self) -> str:
+        """A few lines: the value, its eps against the target, the rejected neighbour (the raw
+        dataclass repr stays available as repr())."""
+        grid = "" if self.value_discretization_interval is None else f", PLD grid {_short(self.value_discretization_interval)}"
+        lines = [f"{self.parameter} = {_short(self.value)}: eps = {_short(self.epsilon)} <= target {_short(self.target_epsilon)} "
+                 f"at delta = {_short(self.delta)} ({self.accountant} accountant{grid})",
+                 f"  rejected {_short(self.rejected)} gives eps = {_short(self.rejected_epsilon)}; "
+                 f"{_short(self.evaluations)} evaluations in {self.calls} calls"]
+        return "\n".join(lines)
+
+
+def _short(value) -> str:
+    """A number to 10 significant digits (a calibration resolves rtol 1e-6), an array as its shape and range."""
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        v = arr.item()
+        return f"{v:,}" if isinstance(v, (int, np.integer)) else f"{v:.10g}"
+    finite = arr[np.isfinite(arr)] if arr.dtype.kind in "fc" else arr
+    if finite.size == 0:
+        return f"array{arr.shape}"
+    return f"array{arr.shape} in [{finite.min():.6g}, {finite.max():.6g}]"
+
 
 # ------------------------------------------------------------------------------------------
 # accountants: eps for arrays of (sigma, q, steps) at delta

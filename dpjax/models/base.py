@@ -52,6 +52,14 @@ class Model:
     # dpjax.models.constants.CurvatureCertificate; None: none certified).
     curvature: object | None = None
 
+    def __str__(self) -> str:
+        """One line: name, dimension and the structure the engine can use (the dataclass repr
+        prints every function object; repr() keeps it)."""
+        structure = [k for k in ("glm", "curvature") if getattr(self, k, None) is not None]
+        weight = "" if self.likelihood_weight == 1.0 else f", likelihood weight {self.likelihood_weight:g}"
+        return (f"{type(self).__name__} {self.name!r}: theta in R^{self.dim}{weight}"
+                + (f" ({', '.join(structure)} structure)" if structure else ""))
+
     def __post_init__(self):
         for name in ("log_likelihood", "log_prior"):  # refused here, not at the first gradient
             if not callable(getattr(self, name)):
