@@ -211,7 +211,7 @@ def test_sgld_takes_the_accountants_sampling_rate_and_deprecates_rate():
     new = samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0)
     with pytest.warns(DeprecationWarning, match="sgld\\(rate=...\\) is deprecated: use sampling_rate"):
         old = samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0)
-    assert new == old
+    assert repr(new) == repr(old)  # the batching schemes compare by identity
     with pytest.raises(ValueError, match="not both"):
         samplers.sgld(0.02, batching="poisson", rate=0.25, sampling_rate=0.25)
     with pytest.raises(ValueError, match="sampling_rate=1.5 violates sampling_rate in"):
