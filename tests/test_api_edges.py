@@ -62,7 +62,7 @@ DELTAS = (1e-2, 1e-5, 1e-8, 1e-10, 1e-11, 1e-12, 1e-13)
 
 @pytest.mark.parametrize("sigma, q, steps", [
     (0.2, 1.0, 1),    # the case: 47.0491998 below the exact 47.0492322 at delta 1e-12
-    (0.1, 1.0, 1),    # mu = 10
+    pytest.param(0.1, 1.0, 1, marks=pytest.mark.slow),  # mu = 10 (a 1.6M-point grid: 5-20 s)
     (1.0, 1.0, 10),   # composed: mu = sqrt(10)
     (1.0, 0.1, 1),    # Poisson-subsampled, both pairs
     (0.6, 0.02, 1),
