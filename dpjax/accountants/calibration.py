@@ -28,6 +28,11 @@ linear in the log parameter and interpolation is accurate):
    grid can resolve the target (the FFT limit, the delta floor), the error says which limit
    was hit and that ``accountant="rdp"`` answers. The grid of the answer is reported.
    So a value is limited by the target alone, never by the accountant's numerics.
+5. the PLD search has cost caps (an FFT of at most 2^22 points per candidate, a grid refined at
+   most 16-fold at once and 256-fold in all) and refuses an answer whose optimistic eps is 0 on
+   its grid (a grid that resolves nothing there): every calibration answers or refuses in
+   seconds, the same way for the same arguments (no clock), and a refusal says that
+   ``accountant="rdp"`` answers.
 
 Accountants: ``"rdp"`` (:func:`dpjax.accountants.noisy_sgd_curve`: the Poisson-subsampled
 Gaussian RDP of Mironov, Talwar & Zhang 2019, composed over steps, converted at ``delta``) and
