@@ -108,6 +108,18 @@ def positive_int(name: str, value: Any) -> int:
     return v
 
 
+MAX_DIMENSION = 2**31 - 1  # the largest array axis a device indexes (int32)
+
+
+def dimension(name: str, value: Any) -> int:
+    """A size that becomes an array axis (a model's dimension): a positive integer the device can
+    index (10**30 used to be accepted, and failed later inside numpy or XLA)."""
+    v = positive_int(name, value)
+    if v > MAX_DIMENSION:
+        raise ValueError(f"{name}={v} violates {name} <= 2**31 - 1 (an array axis the device can index)")
+    return v
+
+
 def nonnegative_int(name: str, value: Any) -> int:
     rule = f"{name} a non-negative integer"
     v = integer(name, value, rule)

@@ -224,6 +224,9 @@ def _xy(dataset) -> tuple[np.ndarray, np.ndarray]:
 
 def least_varying_direction(x: np.ndarray) -> tuple[np.ndarray, float, float]:
     """The unit principal axis of least variance of the rows of ``x``, its sd and the largest sd."""
+    x = _validate.finite_array("x", _validate.real_array("x", x))
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1:  # a 1-D x ended in numpy's LinAlgError
+        raise ValueError(f"x (shape {x.shape}) violates x a 2-D array of feature rows (n, d) with n >= 2, d >= 1")
     centred = x - x.mean(axis=0)
     _, singular, vt = np.linalg.svd(centred, full_matrices=False)
     scale = np.sqrt(max(x.shape[0] - 1, 1))

@@ -148,7 +148,7 @@ def run_coupled(
     dtype = jnp.dtype(dtype)
     if dtype not in (jnp.dtype(jnp.float64), jnp.dtype(jnp.float32)):
         raise ValueError(f"dtype={dtype} must be float64 or float32")
-    num_pairs = _validate.positive_int("num_pairs", num_pairs)
+    num_pairs = _validate.dimension("num_pairs", num_pairs)  # an array axis: 10**30 failed inside numpy
     if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
         raise ValueError(f"num_steps={num_steps!r} violates num_steps a non-negative integer")
     num_steps = int(num_steps)
@@ -157,6 +157,8 @@ def run_coupled(
     chunk_size = _validate.positive_int("chunk_size", chunk_size)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed={seed!r} must be an integer")
+    if not -(2**63) <= int(seed) < 2**64:  # beyond 64 bits numpy raised a bare OverflowError
+        raise ValueError(f"seed={int(seed)} violates -2**63 <= seed < 2**64 (a 64-bit seed)")
     if not isinstance(sampler, LangevinSampler):
         raise TypeError(f"sampler={type(sampler).__name__} must be a dpjax.samplers.LangevinSampler (ula / sgld / cyclic_sgld)")
     if unroll is not None:

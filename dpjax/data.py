@@ -35,6 +35,11 @@ class Dataset:
     fields: dict
     mask: jax.Array
 
+    def __str__(self) -> str:
+        """One line: the records and the fields' shapes (repr() keeps the full contents)."""
+        shapes = ", ".join(f"{k} {tuple(np.shape(v))[1:] or '()'}" for k, v in self.fields.items())
+        return f"Dataset of {self.num_records} records ({self.num_slots} slots): {shapes}"
+
     @property
     def num_slots(self) -> int:
         """Length of the record axis (present and removed records)."""
@@ -171,6 +176,17 @@ class NeighbouringPair:
     def __post_init__(self):
         if self.adjacency not in ADJACENCIES:
             raise ValueError(f"adjacency={self.adjacency!r} is not one of {ADJACENCIES}")
+
+    def __str__(self) -> str:
+        """A few lines, not every record (print(pair) dumped 24 KB for 500 records, issue 38);
+        repr() keeps the full contents."""
+        differing = {k: np.asarray(v[self.index]).tolist() for k, v in self.neighbour.fields.items()}
+        if self.adjacency == "replace-one":
+            what = f"record {self.index} replaced by {_short(differing)}"
+        else:
+            what = f"record {self.index} ({_short({k: np.asarray(v[self.index]).tolist() for k, v in self.dataset.fields.items()})}) " \
+                   "present in D, absent from D'"
+        return f"NeighbouringPair ({self.adjacency}): {self.dataset}; {what}"
 
 
 def replace_one(dataset: Dataset, index: int, record: Mapping[str, Any]) -> NeighbouringPair:

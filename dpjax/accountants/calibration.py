@@ -28,6 +28,11 @@ linear in the log parameter and interpolation is accurate):
    grid can resolve the target (the FFT limit, the delta floor), the error says which limit
    was hit and that ``accountant="rdp"`` answers. The grid of the answer is reported.
    So a value is limited by the target alone, never by the accountant's numerics.
+5. the PLD search has cost caps (an FFT of at most 2^22 points per candidate, a grid refined at
+   most 16-fold at once and 256-fold in all) and refuses an answer whose optimistic eps is 0 on
+   its grid (a grid that resolves nothing there): every calibration answers or refuses in
+   seconds, the same way for the same arguments (no clock), and a refusal says that
+   ``accountant="rdp"`` answers.
 
 Accountants: ``"rdp"`` (:func:`dpjax.accountants.noisy_sgd_curve`: the Poisson-subsampled
 Gaussian RDP of Mironov, Talwar & Zhang 2019, composed over steps, converted at ``delta``) and
@@ -49,6 +54,17 @@ ACCOUNTANTS = ("pld", "rdp")
 GRID_TOLERANCE = 0.01  # the PLD grid's own effect on eps at an answer, as a fraction of the target (see the module docstring)
 _MAX_INTERVAL = 0.5  # the coarsest PLD grid a candidate is evaluated on (nats)
 _MAX_ROUNDS = 8  # searches per configuration (each after a change of its grid)
+# Cost caps, so that every calibration answers or refuses within seconds (issue 38:
+# calibrate_steps(1, 1e-5, 1000.0, 0.01) ran for minutes, refining its grid 256-fold to an FFT
+# of 2^24 points at 4e8 steps, 36 s an evaluation). Deterministic, not a clock: the same
+# arguments always give the same answer or the same refusal. A candidate's PLD may use an FFT
+# of at most _CALIBRATION_MAX_GRID points (beyond: the next coarser grid that fits, as for
+# MAX_GRID), and a grid is refined at most _MAX_REFINE-fold at once, 2^_MAX_REFINE_TOTAL-fold
+# in all; past either the target is out of the PLD's resolution and the error says so (and
+# that accountant='rdp' answers).
+_CALIBRATION_MAX_GRID = 2**22
+_MAX_REFINE = 16.0
+_MAX_REFINE_TOTAL = 8
 _NOISE_RANGE = (1e-2, 1e9)
 _RATE_MIN = 1e-12
 _MAX_STEPS = 10**12
@@ -89,6 +105,28 @@ class Calibration:
     def __float__(self) -> float:
         return float(self.value)
 
+    def __str__(self) -> str:
+        """A few lines: the value, its eps against the target, the rejected neighbour (the raw
+        dataclass repr stays available as repr())."""
+        grid = "" if self.value_discretization_interval is None else f", PLD grid {_short(self.value_discretization_interval)}"
+        lines = [f"{self.parameter} = {_short(self.value)}: eps = {_short(self.epsilon)} <= target {_short(self.target_epsilon)} "
+                 f"at delta = {_short(self.delta)} ({self.accountant} accountant{grid})",
+                 f"  rejected {_short(self.rejected)} gives eps = {_short(self.rejected_epsilon)}; "
+                 f"{_short(self.evaluations)} evaluations in {self.calls} calls"]
+        return "\n".join(lines)
+
+
+def _short(value) -> str:
+    """A number to 10 significant digits (a calibration resolves rtol 1e-6), an array as its shape and range."""
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        v = arr.item()
+        return f"{v:,}" if isinstance(v, (int, np.integer)) else f"{v:.10g}"
+    finite = arr[np.isfinite(arr)] if arr.dtype.kind in "fc" else arr
+    if finite.size == 0:
+        return f"array{arr.shape}"
+    return f"array{arr.shape} in [{finite.min():.6g}, {finite.max():.6g}]"
+
 
 # ------------------------------------------------------------------------------------------
 # accountants: eps for arrays of (sigma, q, steps) at delta
@@ -110,6 +148,7 @@ class _Accountant:
         self.name, self.adjacency, self.delta = name, adjacency, delta
         self.orders, self.sampling = orders, sampling
         self.calls = 0
+        self.optimistic = False  # PLD: answer the optimistic eps instead (the answer's check, _solve)
         if pld_options is not None and not isinstance(pld_options, Mapping):
             raise TypeError(f"pld_options={pld_options!r} violates pld_options a mapping of pld_curve options (or None)")
         options = dict(pld_options or {})
@@ -173,9 +212,10 @@ class _Accountant:
         while todo.size:
             for d, h in {(float(a), float(b)) for a, b in zip(delta[todo], grid[todo])}:
                 sel = todo[(delta[todo] == d) & (grid[todo] == h)]
-                eps[sel] = _epsilons(sigma[sel].astype(np.float64), q[sel].astype(np.float64), steps[sel].astype(np.int64), d,
-                                     self.adjacency, self.sampling, self.mechanism, h, self.tail, optimistic=False,
-                                     skip_over_limit=True)[0]
+                pess, opt = _epsilons(sigma[sel].astype(np.float64), q[sel].astype(np.float64), steps[sel].astype(np.int64), d,
+                                      self.adjacency, self.sampling, self.mechanism, h, self.tail, optimistic=self.optimistic,
+                                      skip_over_limit=True, max_grid=_CALIBRATION_MAX_GRID)
+                eps[sel] = opt if self.optimistic else pess
             todo = todo[np.isnan(eps[todo]) & (grid[todo] * 2 <= _MAX_INTERVAL)]
             grid[todo] *= 2
         return eps, grid
@@ -326,11 +366,18 @@ def _noises(noise_multiplier) -> np.ndarray:
 def _setup(target_epsilon, delta, accountant, adjacency, sampling, orders, pld_options, *fixed):
     """The checked arguments of a calibration, broadcast and flattened: (shape, target, delta,
     the ``fixed`` parameters (each a (checker, value) pair), the accountant)."""
+    for name, value in [("target_epsilon", target_epsilon), ("delta", delta)] + [(check.__name__, v) for check, v in fixed]:
+        if np.size(value) == 0:  # an empty batch: nothing to calibrate (it ended in an IndexError)
+            name = _FIXED_NAMES.get(name, name)
+            raise ValueError(f"{name}={_validate._fmt(value)} violates {name} a number or a non-empty array: it is empty")
     target, d, adj = _common(target_epsilon, delta, accountant, adjacency)
     values = [check(value) for check, value in fixed]
     shape = np.broadcast_shapes(target.shape, d.shape, *(v.shape for v in values))
     target, d, *values = (np.broadcast_to(v, shape).ravel() for v in [target, d] + values)
     return shape, target, d, values, _Accountant(accountant, adj, d, orders, sampling, pld_options)
+
+
+_FIXED_NAMES = {"_rates": "sampling_rate", "_steps": "steps", "_noises": "noise_multiplier"}
 
 
 def _rho(target, delta):
@@ -501,16 +548,28 @@ def _solve(problem: _Problem, acc: _Accountant, target, delta) -> dict:
                 moved = np.where(np.isfinite(moved), moved, np.inf)
                 worst = np.zeros(active.size)
                 np.maximum.at(worst, which, moved)
-                counts[active[check]] += 1 + (~answered[check])
+                # and the answer's optimistic eps on its grid (never above the truth): where it is
+                # 0 the grid resolves nothing at that delta (issue 38: 4,523,637 steps for a
+                # target of 11.33 rested on such a grid), however little a coarser grid moves the
+                # pessimistic value. Its distance to the pessimistic one is not asked: the
+                # optimistic side's rounding grows like steps x grid (0.5 at 1000 steps on 1e-3)
+                acc.optimistic = True
+                try:
+                    opt, _ = problem.eps_of(problem.value(x_ok[check]), active[check], h_ok[check])
+                finally:
+                    acc.optimistic = False
+                worst[check] = np.where(np.isfinite(opt) & (opt > 0), worst[check], np.inf)
+                counts[active[check]] += 2 + (~answered[check])
                 unresolved = check[worst[check] > GRID_TOLERANCE * target[active[check]]]
                 for j in unresolved:
                     i = active[j]
-                    if h_ok[j] > base[i] or h_ok[j] <= acc.grid * 2.0**-20:
-                        # coarsened to fit (a finer grid does not), or refined far enough already
-                        raise _Limit("resolution", int(i), f"{h_ok[j]:g}:{worst[j]:.3g}")
                     # error about proportional to the grid: aim at a quarter of the tolerance
                     ratio = 4.0 * worst[j] / (GRID_TOLERANCE * target[i])
-                    factor = max(2.0, 2.0 ** math.ceil(math.log2(ratio))) if math.isfinite(ratio) else 16.0
+                    factor = max(2.0, 2.0 ** math.ceil(math.log2(ratio))) if math.isfinite(ratio) else math.inf
+                    if h_ok[j] > base[i] or factor > _MAX_REFINE or h_ok[j] / factor < acc.grid * 2.0**-_MAX_REFINE_TOTAL:
+                        # coarsened to fit (a finer grid does not), or a refinement beyond the
+                        # caps (an optimistic side of 0 asks an unbounded one)
+                        raise _Limit("resolution", int(i), f"{h_ok[j]:g}:{worst[j]:.3g}")
                     base[i] = h_ok[j] / factor
                     redo[j] = True
         else:
@@ -557,11 +616,13 @@ def _explain(err: _Limit, problem: _Problem, acc: _Accountant, target, delta, fi
             f"{_max_grid()} points even at value_discretization_interval={_MAX_INTERVAL:g}; use accountant='rdp'")
     if err.kind == "resolution":
         h, moved = err.detail.split(":")
+        how = (f"the grid itself moves eps by {float(moved):.3g}" if math.isfinite(float(moved)) else
+               "the optimistic eps is 0 (the grid resolves nothing at this delta)")
         return ValueError(
             f"accountant='pld' cannot resolve target_epsilon={target[i]:g} for {where}: on its grid "
-            f"(value_discretization_interval={float(h):g}) the grid itself moves eps by {float(moved):.3g}, more than "
-            f"GRID_TOLERANCE={GRID_TOLERANCE:g} of the target, and a finer grid needs an FFT of more than {_max_grid()} points; "
-            "use accountant='rdp'")
+            f"(value_discretization_interval={float(h):g}) {how}, more than GRID_TOLERANCE={GRID_TOLERANCE:g} of the target, "
+            f"and a grid fine enough needs more than the calibration's caps (an FFT of {_max_grid()} points, a "
+            f"{2 ** _MAX_REFINE_TOTAL}-fold refinement); use accountant='rdp'")
     if err.kind == "infinite":
         return ValueError(f"accountant='rdp' gives eps = inf at the rejected end of the search for {where}; no calibration")
     return ValueError(f"the calibration of {where} did not settle after {_MAX_ROUNDS} changes of its PLD grid; use accountant='rdp'")
@@ -572,9 +633,7 @@ def _why_pld(acc: _Accountant) -> str:
 
 
 def _max_grid() -> int:
-    from .composition.pld_bracket import MAX_GRID
-
-    return MAX_GRID
+    return _CALIBRATION_MAX_GRID
 
 
 def _fixed_text(fixed_names: dict, shape, index: int) -> str:

@@ -9,6 +9,7 @@ static metadata.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Optional
 
 import jax
@@ -294,14 +295,47 @@ class PrivacyCurve:
         if isinstance(times, bool) or not isinstance(times, (int, np.integer)) or times < 1:
             raise ValueError(f"times={times!r} violates times a positive integer")
         if self.has_pld and not self.has_rdp:
-            out = self
-            for _ in range(times - 1):  # PLD: repeated convolution (pld_curve(steps=T) is faster)
-                out = out.compose(self)
-            return dataclasses.replace(out, provenance=dataclasses.replace(self.provenance, result=f"{times}-fold composition of [{self.provenance.result}]"))
+            return self._pld_self_compose(int(times))
         if not self.has_rdp:
             raise ValueError("self_compose needs RDP values")
         prov = dataclasses.replace(self.provenance, result=f"{times}-fold composition of [{self.provenance.result}]")
         return PrivacyCurve.from_rdp(self.orders, self.rdp * times, prov)
+
+    def _pld_self_compose(self, times: int) -> "PrivacyCurve":
+        """PLD: ``times``-fold convolution by binary powering (about 2 log2(times) convolutions,
+        not times - 1: a loop of 1e30 convolutions never ended and could not be interrupted,
+        issue 38), refused before any work when the composed PLD cannot fit the grid limit."""
+        from .composition.pld_bracket import MAX_GRID
+
+        bracket = self.pld
+        # the composed loss spreads like sqrt(times) standard deviations of one copy; the window
+        # keeps about +-8 of them (tail mass 1e-15), so it needs at least this many points
+        widest = 0.0
+        for p in bracket.pessimistic:
+            pmf = np.asarray(p.pmf, dtype=np.float64)
+            grid = np.arange(pmf.shape[-1]) * p.step
+            mass = np.maximum(pmf.sum(axis=-1, keepdims=True), 1e-300)
+            mean = (pmf * grid).sum(axis=-1, keepdims=True) / mass
+            sd = np.sqrt(np.max((pmf * (grid - mean) ** 2).sum(axis=-1) / mass[..., 0]))
+            widest = max(widest, 16.0 * math.sqrt(times) * sd / p.step)
+        if widest > MAX_GRID:
+            raise ValueError(
+                f"times={times} violates the PLD grid limit: the {times}-fold composition of this curve's privacy-loss "
+                f"distribution needs about {widest:.3g} grid points (> {MAX_GRID}); account for the whole run at once with "
+                "pld_curve(..., steps=...) on a coarser value_discretization_interval, or with noisy_sgd_curve (RDP)")
+        # composed without the RDP fallback (joining its stages at every squaring would double
+        # them each time); the run's RDP bound is set once at the end: times x this curve's
+        result, power, k = None, dataclasses.replace(self, pld=dataclasses.replace(bracket, fallback=None)), times
+        while True:  # binary powering: result = self^times
+            if k & 1:
+                result = power if result is None else result.compose(power)
+            k >>= 1
+            if not k:
+                break
+            power = power.compose(power)
+        fallback = None if bracket.fallback is None else bracket.fallback.times(times)
+        prov = dataclasses.replace(self.provenance, result=f"{times}-fold composition of [{self.provenance.result}]")
+        return PrivacyCurve(pld=dataclasses.replace(result.pld, fallback=fallback), provenance=prov)
 
     # --- presentation (dpjax._display) ----------------------------------------------------
     def summary(self) -> str:

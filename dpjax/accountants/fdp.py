@@ -353,6 +353,10 @@ def curve_gdp(curve, min_delta: float = 1e-10, conversion: str = "balle", rtol: 
     a log-mu bisection rounded up. Intervals whose requirement exceeds the largest point-wise
     requirement by more than ``rtol`` (relative) are halved, up to ``max_points`` grid points.
     """
+    # a PrivacyCurve (by its methods: curve imports this module, so not by its class); None used
+    # to end in an AttributeError on .delta
+    if not all(callable(getattr(curve, m, None)) for m in ("epsilon", "delta")):
+        raise _validate.ArgumentKindError(f"curve={_validate._fmt(curve)} violates curve a PrivacyCurve: got {type(curve).__name__}")
     min_delta = _validate.in_range("min_delta", min_delta, 0.0, 1.0, low_open=True, high_open=True)
     rtol = _validate.positive("rtol", rtol)
     max_points = _validate.positive_int("max_points", max_points)

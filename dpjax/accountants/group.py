@@ -44,6 +44,7 @@ def _envelope(orders: np.ndarray, rdp: np.ndarray):
     return at
 
 
+@_validate.arguments(orders="reals", rdp="reals")
 def group_rdp(orders, rdp, size: int) -> np.ndarray:
     """RDP bound for groups of ``size`` records at the curve's ``orders`` (orders on the last
     axis of ``rdp``); see the module docstring (Mironov 2017, Prop. 11 and Cor. 4)."""
@@ -68,11 +69,25 @@ def group_rdp(orders, rdp, size: int) -> np.ndarray:
     return bound(k, orders)
 
 
+@_validate.arguments(epsilons="numbers", deltas="numbers")
 def group_profile(epsilons, deltas, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(k eps, min(1, k e^{(k-1) eps} delta)) at every grid point (Vadhan 2017, Lemma 2.2)."""
+    """(k eps, min(1, k e^{(k-1) eps} delta)) at every grid point (Vadhan 2017, Lemma 2.2).
+
+    ``epsilons`` >= 0 and ``deltas`` in [0, 1] (broadcasting); None or NaN is refused before
+    any arithmetic: np.asarray(None, float) is NaN, and a NaN delta used to come out as
+    delta 0, a claim of pure DP."""
     k = _validate.positive_int("size", size)
     eps = np.asarray(epsilons, dtype=np.float64)
     d = np.asarray(deltas, dtype=np.float64)
+    if np.any(~(eps >= 0)):
+        raise ValueError(f"epsilons={_validate._fmt(epsilons)} violates epsilons >= 0 (a privacy profile's eps)")
+    if np.any(~((d >= 0) & (d <= 1))):
+        raise ValueError(f"deltas={_validate._fmt(deltas)} violates 0 <= deltas <= 1 (a privacy profile's delta)")
+    try:
+        np.broadcast_shapes(eps.shape, d.shape)
+    except ValueError:
+        raise ValueError(f"epsilons (shape {eps.shape}) and deltas (shape {d.shape}) violate the rule that they broadcast "
+                         "(one profile: a delta per eps)") from None
     with np.errstate(divide="ignore", over="ignore"):
         log_d = math.log(k) + (k - 1) * eps + np.log(d)
     return k * eps, np.where(d > 0, np.minimum(np.exp(np.minimum(log_d, 0.0)), 1.0), 0.0)

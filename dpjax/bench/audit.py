@@ -241,7 +241,7 @@ def noisy_sum_setup(n: int = 10, rate: float = 0.2, clip: float = 1.0, step_size
     y = np.zeros(n + 1)
     x[0, 0], y[0] = 1.0, 100.0 * clip  # the canary's gradient 100 C along +1: clipped to C every time
     pair = add_remove(make_dataset(x=x, y=y), 0)
-    sampler = samplers.sgld(step_size, batching="poisson", rate=rate, clip_norm=clip, temperature=temperature)
+    sampler = samplers.sgld(step_size, batching="poisson", sampling_rate=rate, clip_norm=clip, temperature=temperature)
     return model, pair, sampler, 0.5 * step_size * clip / rate, math.sqrt(step_size * temperature)
 
 
@@ -297,7 +297,7 @@ def case_logistic(pairs: int, delta: float, seed: int) -> list:
     data = logistic_regression_dataset(x, y)
     model = logistic_regression(1.0, 3)
     # noise multiplier sqrt(0.05) / (0.025 x 10 x 1) = 0.894 at q = 0.1: DP-SGD's usual range
-    sampler = samplers.sgld(0.05, batching="poisson", rate=0.1, clip_norm=1.0, temperature=1.0)
+    sampler = samplers.sgld(0.05, batching="poisson", sampling_rate=0.1, clip_norm=1.0, temperature=1.0)
     steps = 50
     pilot = run_coupled(seed + 1, model, replace_one(data, 0, {"x": x[0] + 1e-6, "y": y[0]}), sampler, num_pairs=300,
                         num_steps=steps, record_steps=[steps // 2, steps], progress=False)

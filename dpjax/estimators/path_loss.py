@@ -84,6 +84,8 @@ class PrivacyLossAccumulator:
         if a.size:
             a = _check_grid("orders", a, 1.0, low_open=True)
         k = _validate.positive_int("num_blocks", num_blocks)
+        if k > MAX_BOOTSTRAP_CELLS:  # one weight per block and resample: no larger array fits
+            raise ValueError(f"num_blocks={k} violates num_blocks <= {MAX_BOOTSTRAP_CELLS:.0e} (memory)")
         if k < 2:
             raise ValueError(f"num_blocks={k} violates num_blocks >= 2 (the RDP interval resamples blocks)")
         if a.size * k > MAX_BOOTSTRAP_CELLS:
@@ -165,6 +167,8 @@ class PrivacyLossAccumulator:
         confidence = _check_confidence(confidence)
         num_bootstrap = _validate.positive_int("num_bootstrap", num_bootstrap)
         seed = _validate.seed("seed", seed)
+        if num_bootstrap > MAX_BOOTSTRAP_CELLS:  # unused without orders, but never a silent no-op of 1e30 resamples
+            raise ValueError(f"num_bootstrap={num_bootstrap} violates num_bootstrap <= {MAX_BOOTSTRAP_CELLS:.0e}")
         if self.orders.size and num_bootstrap * self.num_blocks > MAX_BOOTSTRAP_CELLS:
             raise ValueError(
                 f"num_bootstrap={num_bootstrap} x num_blocks={self.num_blocks} = {num_bootstrap * self.num_blocks:.3g} violates "

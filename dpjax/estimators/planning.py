@@ -76,8 +76,23 @@ def _gaussian_mu(epsilon: float, delta: float) -> float:
 def expected_certified_bound(mu: float, pairs: float, delta: float, confidence: float = 0.95, selection_fraction: float = 0.2) -> float:
     """The certified bound :func:`~dpjax.estimators.epsilon_lower_bound` is expected to give on
     the Gaussian pair N(0, 1) vs N(mu, 1) with ``pairs`` samples per side (held-out counts at
-    their expectations, best threshold)."""
+    their expectations, best threshold).
+
+    ``mu`` >= 0 (finite; the pair's separation: a negative mu is not the same pair read
+    backwards, and it was silently answered as |mu|), ``pairs`` >= 1 (a real count; True,
+    0 or -5 were answered 0.0), ``delta`` in (0, 1), ``confidence`` in [0.5, 1),
+    ``selection_fraction`` in (0, 1): each checked before any work."""
     from scipy import stats  # here, not at import: scipy.stats takes ~0.4 s to import
+
+    mu = _validate.nonnegative("mu", mu, "mu >= 0 (finite): the GDP parameter of the Gaussian pair")
+    pairs = _validate.real("pairs", pairs, "pairs >= 1 (chain pairs per side)")
+    if not (pairs >= 1 and math.isfinite(pairs)):
+        raise ValueError(f"pairs={_validate._fmt(pairs)} violates pairs >= 1 (finite): chain pairs per side")
+    delta = check_delta(delta)
+    confidence = check_confidence(confidence)
+    selection_fraction = _validate.in_range("selection_fraction", selection_fraction, 0.0, 1.0, low_open=True, high_open=True)
+    if pairs >= 2.0**53:  # the held-out counts are carried in float64
+        raise ValueError(f"pairs={_validate._fmt(pairs)} violates pairs < 2**53 (sample counts are carried in float64)")
 
     held_out = max(int(round((1.0 - selection_fraction) * pairs)), 1)
     return oracle_lower_bound(stats.norm(0.0, 1.0), stats.norm(mu, 1.0), held_out, held_out, delta, confidence, grid_size=401)

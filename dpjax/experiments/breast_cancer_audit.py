@@ -252,7 +252,7 @@ def run(args) -> tuple:
     seed = int(getattr(args, "seed", 0))
     t0 = time.perf_counter()
     temperature = temperature_for(p["sigma"], p["gamma"], p["clip"], p["rate"])
-    sampler = samplers.sgld(p["gamma"], batching="poisson", rate=p["rate"], temperature=temperature, parameterisation="euler", clip_norm=p["clip"])
+    sampler = samplers.sgld(p["gamma"], batching="poisson", sampling_rate=p["rate"], temperature=temperature, parameterisation="euler", clip_norm=p["clip"])
     with stage("breast-cancer data (scikit-learn), the non-private MAP, the canary"):
         data = load_data(p["test_fraction"], seed)
         baseline = map_baseline(data, p["prior_scale"])

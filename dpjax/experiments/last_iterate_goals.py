@@ -102,7 +102,7 @@ def breast_cancer_setting(seed: int = 0) -> dict:
     x = np.vstack([canary["x"][None, :], data["x_train"]])
     y = np.concatenate([[canary["y"]], data["y_train"]])
     temperature = bca.temperature_for(d["noise_multiplier"], d["step_size"], d["clip"], d["rate"])
-    sampler = samplers.sgld(d["step_size"], batching="poisson", rate=d["rate"], temperature=temperature,
+    sampler = samplers.sgld(d["step_size"], batching="poisson", sampling_rate=d["rate"], temperature=temperature,
                             parameterisation="euler", clip_norm=d["clip"])
     with_intercept = np.hstack([np.ones((x.shape[0], 1)), x])
     return dict(

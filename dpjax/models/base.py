@@ -52,12 +52,22 @@ class Model:
     # dpjax.models.constants.CurvatureCertificate; None: none certified).
     curvature: object | None = None
 
+    def __str__(self) -> str:
+        """One line: name, dimension and the structure the engine can use (the dataclass repr
+        prints every function object; repr() keeps it)."""
+        structure = [k for k in ("glm", "curvature") if getattr(self, k, None) is not None]
+        weight = "" if self.likelihood_weight == 1.0 else f", likelihood weight {self.likelihood_weight:g}"
+        return (f"{type(self).__name__} {self.name!r}: theta in R^{self.dim}{weight}"
+                + (f" ({', '.join(structure)} structure)" if structure else ""))
+
     def __post_init__(self):
         for name in ("log_likelihood", "log_prior"):  # refused here, not at the first gradient
             if not callable(getattr(self, name)):
                 raise TypeError(f"{name}={getattr(self, name)!r:.80} violates the rule that {name} is a function of theta (a callable)")
         if not (isinstance(self.dim, int) and not isinstance(self.dim, bool) and self.dim >= 1):
             raise ValueError(f"dim={self.dim!r} must be a positive integer")
+        if self.dim > 2**31 - 1:  # a parameter vector no device holds (10**30 was accepted)
+            raise ValueError(f"dim={self.dim} violates dim <= 2**31 - 1 (an array axis the device can index)")
         if not (self.likelihood_weight > 0):
             raise ValueError(f"likelihood_weight={self.likelihood_weight!r} violates likelihood_weight > 0")
 

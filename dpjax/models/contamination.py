@@ -386,7 +386,7 @@ def logistic_regression_contamination(
     g(y) = 1/2 and k_p = (1 - p) f + p/2. Prior N(0, prior_sd^2 I) (the paper: sd 10).
     Cached: equal arguments return the same instance, so compiled estimators are reused.
     """
-    dim = V.positive_int("dim", dim)
+    dim = V.dimension("dim", dim)
     if dim < 2:
         raise ValueError(f"dim={dim} violates dim >= 2 (an intercept and at least one covariate)")
     return _logistic_regression_contamination(dim, V.positive("prior_sd", prior_sd), V.positive("covariate_bound", covariate_bound))

@@ -43,7 +43,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def _check(dim, theta_star, prior_sd, covariate_bound, response_scale, response_points):
-    dim = V.positive_int("dim", dim)
+    dim = V.dimension("dim", dim)
     if dim < 2:
         raise ValueError(f"dim={dim} violates dim >= 2 (an intercept and at least one covariate)")
     theta_star = V.finite_array("theta_star", V.real_array("theta_star", theta_star))

@@ -36,7 +36,7 @@ def gaussian_mean(dim: int = 1, prior_precision: float = 1.0, inverse_temperatur
     Gibbs posterior is still proper because the loss is strongly convex). The "log-likelihood"
     is minus the loss (it is not a normalised density; the Gibbs posterior does not need one).
     """
-    dim = V.positive_int("dim", dim)
+    dim = V.dimension("dim", dim)
     lam = V.nonnegative("prior_precision", prior_precision, "prior_precision >= 0 (0 is the flat prior)")
     beta = V.positive("inverse_temperature", inverse_temperature)
 

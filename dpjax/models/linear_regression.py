@@ -55,7 +55,7 @@ def bayesian_linear_regression(noise_precision: float, prior_precision: float, d
     """
     beta = V.positive("noise_precision", noise_precision)
     alpha = V.positive("prior_precision", prior_precision)
-    dim = V.positive_int("dim", dim)
+    dim = V.dimension("dim", dim)
     log_norm_lik = 0.5 * (math.log(beta) - _LOG_2PI)
 
     def log_likelihood(theta, record):

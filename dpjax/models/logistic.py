@@ -43,7 +43,7 @@ def logistic_regression(prior_precision: float, dim: int) -> Model:
     log p(y | x, theta) = y log sigmoid(z) + (1 - y) log sigmoid(-z), z = <theta, x>.
     """
     alpha = V.positive("prior_precision", prior_precision)
-    dim = V.positive_int("dim", dim)
+    dim = V.dimension("dim", dim)
 
     def log_likelihood(theta, record):
         z = jnp.dot(record["x"], theta)

@@ -5,6 +5,8 @@ the two parameterisations and the randomness layout; :mod:`.batching` for the sc
 """
 from __future__ import annotations
 
+import warnings
+
 from typing import Optional, Union
 
 from .batching import (
@@ -57,28 +59,51 @@ def ula(step_size: StepSize, *, temperature: float = 1.0, parameterisation: str 
     return LangevinSampler(step_size, FullBatch(), temperature, clip_norm, parameterisation, "ula")
 
 
+_MAX_BATCH = 2**31 - 1  # record indices are int32 on the device
+
+
+def _check_batch_size(batch_size) -> None:
+    """A batch size beyond any data set the device can index (10**30 was accepted, issue 38)."""
+    if _validate._is_integer(batch_size) and int(batch_size) > _MAX_BATCH:
+        raise ValueError(f"batch_size={int(batch_size)} violates batch_size <= 2**31 - 1 (record indices are int32 on the device)")
+
+
 def sgld(
     step_size: StepSize,
     *,
     batching: Union[str, BatchingScheme] = "uniform",
     batch_size: Optional[int] = None,
-    rate: Optional[float] = None,
+    sampling_rate: Optional[float] = None,
     temperature: float = 1.0,
     parameterisation: str = "welling-teh",
     clip_norm: Optional[float] = None,
+    rate: Optional[float] = None,
 ) -> LangevinSampler:
     """SGLD / noisy SGD with any batching scheme (Welling–Teh form by default, paper 000 eq. 3).
 
-    ``batching`` is a scheme name (:data:`SCHEMES`) with ``batch_size`` / ``rate``, or a
+    ``batching`` is a scheme name (:data:`SCHEMES`) with ``batch_size`` / ``sampling_rate``
+    (the Poisson inclusion probability, the accountants' ``sampling_rate``; the previous
+    release's ``rate=`` still works, with a DeprecationWarning), or a
     :class:`BatchingScheme`. ``"welling-teh"``: theta' = theta - (eta/2) grad U_hat + sqrt(eta T) xi;
     ``"euler"`` (paper 001 eq. 31): x' = x - gamma grad U_hat + sqrt(2 gamma / beta) z, beta = 1/T.
     """
+    _check_batch_size(batch_size)
+    if rate is not None:  # one name per quantity (issue 38): the accountants' sampling_rate
+        if sampling_rate is not None:
+            raise ValueError(f"pass sampling_rate={_validate._fmt(sampling_rate)} or the deprecated rate={_validate._fmt(rate)}, "
+                             "not both")
+        warnings.warn("sgld(rate=...) is deprecated: use sampling_rate=... (the name the accountants use); rate= stops "
+                      "working in the next release", DeprecationWarning, stacklevel=2)
+        sampling_rate = rate
+    if sampling_rate is not None:
+        _validate.in_range("sampling_rate", sampling_rate, 0.0, 1.0, low_open=True)
+    rate = sampling_rate
     if isinstance(batching, str):
         batching = make_batching(batching, batch_size=batch_size, rate=rate)
     elif not isinstance(batching, BatchingScheme):
         raise _validate.ArgumentKindError(f"batching={batching!r} must be a scheme name from {sorted(SCHEMES)} or a BatchingScheme")
     elif batch_size is not None or rate is not None:
-        raise ValueError("pass batch_size / rate only with a scheme name, not with a BatchingScheme instance")
+        raise ValueError("pass batch_size / sampling_rate only with a scheme name, not with a BatchingScheme instance")
     return LangevinSampler(step_size, batching, temperature, clip_norm, parameterisation, "sgld")
 
 
@@ -101,5 +126,6 @@ def cyclic_sgld(
     """
     if batch_size is None:
         raise _validate.ArgumentKindError("batch_size=None violates batch_size a positive integer (1 by default)")
+    _check_batch_size(batch_size)
     batching = make_batching("cyclic", batch_size=batch_size, order=order, order_family=order_family)
     return LangevinSampler(step_size, batching, temperature, clip_norm, parameterisation, "cyclic-sgld")

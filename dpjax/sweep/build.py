@@ -84,7 +84,7 @@ def build_sampler(spec: Mapping[str, Any]) -> LangevinSampler:
     if spec["name"] == "ula":
         return samplers.ula(spec["step_size"], **common)
     if spec["name"] == "sgld":
-        return samplers.sgld(spec["step_size"], batching=spec["batching"], batch_size=spec["batch_size"], rate=spec["rate"], **common)
+        return samplers.sgld(spec["step_size"], batching=spec["batching"], batch_size=spec["batch_size"], sampling_rate=spec["rate"], **common)
     return samplers.cyclic_sgld(spec["step_size"], batch_size=spec["batch_size"], **common)
 
 

@@ -27,7 +27,7 @@ from .. import _convention
 from . import pld as _pld
 from . import pld_pairs
 from ..curve import PrivacyCurve, Provenance
-from .pld_bracket import DEFAULT_TAIL, MAX_GRID, PLDBracket, _flag, _next_pow2, _trim, compose_plds
+from .pld_bracket import DEFAULT_TAIL, MAX_GRID, PLDBracket, RDPFallback, _flag, _next_pow2, _trim, compose_plds
 
 MECHANISMS = ("gaussian", "laplace")
 DEFAULT_INTERVAL = 1e-4  # dp_accounting's default value_discretization_interval
@@ -651,12 +651,13 @@ def pld_curve(
     sigma_b, q_b, t_b = (np.broadcast_to(a, shape).reshape(-1, 1) for a in (sigma, q, t))
     subsampled = bool(np.any(q_b < 1))
     kinds, result = _kinds(adjacency, sampling, mechanism, subsampled)
-    bracket = _bracket_for(kinds, sigma_b, q_b, t_b, h, tail, shape, adjacency)
+    fallback = _rdp_applies(adjacency, sampling, mechanism, q_b)
+    bracket = _bracket_for(kinds, sigma_b, q_b, t_b, h, tail, shape, adjacency, fallback)
     _check_tolerance(bracket, epsilon_tolerance, tolerance_delta)
     steps_txt = f"{int(t.flat[0])}" if t.size == 1 else "per-configuration"
     prov = Provenance(
         result=f"PLD accountant: {result}, {steps_txt}-fold composition by FFT (pessimistic connect-the-dots, "
-               f"h={h:g}; Doroshenko et al. 2022){_floor_text(bracket)}",
+               f"h={h:g}; Doroshenko et al. 2022){_floor_text(bracket)}{_FALLBACK_TEXT if fallback else ''}",
         mode="bound",
         assumptions=_assumptions(adjacency, sampling, mechanism, subsampled),
     )
@@ -682,13 +683,24 @@ def _assumptions(adjacency, sampling, mechanism, subsampled):
     return tuple(out)
 
 
-def _bracket_for(kinds, sigma, q, steps, h, tail, shape, adjacency):
+def _bracket_for(kinds, sigma, q, steps, h, tail, shape, adjacency, rdp_applies: bool = False):
     pess, opt = [], []
     for kind in kinds:
         res = _run(kind, sigma, q, steps, h, tail, deltas=np.array([1e-5]), keep=True)
         pess.append(_reshape(res["pess"], shape))
         opt.extend(_reshape(o, shape) for o in res["opt"])
-    return PLDBracket(tuple(pess), tuple(opt), adjacency, h)
+    fallback = RDPFallback.for_run(sigma, q, steps, shape) if rdp_applies else None
+    return PLDBracket(tuple(pess), tuple(opt), adjacency, h, fallback)
+
+
+def _rdp_applies(adjacency: str, sampling: str, mechanism: str, q) -> bool:
+    """Whether the RDP accountant bounds this run too (Gaussian noise, Poisson sampling,
+    add/remove adjacency or full batches): then a wide PLD bracket falls back on it."""
+    return mechanism == "gaussian" and sampling == "poisson" and (adjacency == "add-remove" or bool(np.all(np.asarray(q) >= 1)))
+
+
+_FALLBACK_TEXT = ("; where its bracket is wider than 5% of the pessimistic value the RDP bound (Mironov, Talwar & Zhang "
+                  "2019) answers if smaller: curve.pld.source(delta) says which, curve.pld.pld_epsilon(delta) is the PLD's own")
 
 
 def _reshape(p: _pld.DiscretePLD, shape):
@@ -717,9 +729,11 @@ def pld_sequence_curve(
                          f"{sigma.shape}, {q.shape}, {t.shape}")
     subsampled = bool(np.any(q < 1))
     kinds, result = _kinds(adjacency, sampling, mechanism, subsampled)
-    bracket = _bracket_for(kinds, sigma[None, :], q[None, :], t[None, :], h, tail, (), adjacency)
+    fallback = _rdp_applies(adjacency, sampling, mechanism, q)
+    bracket = _bracket_for(kinds, sigma[None, :], q[None, :], t[None, :], h, tail, (), adjacency, fallback)
     prov = Provenance(
-        result=f"PLD accountant: {result}, {sigma.size} stages ({int(t.sum())} steps) composed by FFT (h={h:g}){_floor_text(bracket)}",
+        result=f"PLD accountant: {result}, {sigma.size} stages ({int(t.sum())} steps) composed by FFT (h={h:g}){_floor_text(bracket)}"
+               f"{_FALLBACK_TEXT if fallback else ''}",
         mode="bound",
         assumptions=_assumptions(adjacency, sampling, mechanism, subsampled),
     )
@@ -757,7 +771,7 @@ def pld_epsilons(
 
 
 def _epsilons(sigma, q, steps, delta: float, adjacency: str, sampling: str, mechanism: str, step: float, tail: float,
-              optimistic: bool, skip_over_limit: bool = False):
+              optimistic: bool, skip_over_limit: bool = False, max_grid: int = MAX_GRID):
     """(pessimistic, optimistic) eps at ``delta`` of flat arrays of checked, normalised
     arguments; with ``skip_over_limit``, NaN for configurations whose PLD needs more grid points
     than MAX_GRID (:class:`GridLimitError` otherwise)."""
@@ -765,7 +779,7 @@ def _epsilons(sigma, q, steps, delta: float, adjacency: str, sampling: str, mech
     pess = opt = None
     for kind in kinds:
         res = _run(kind, sigma.reshape(-1, 1), q.reshape(-1, 1), steps.reshape(-1, 1), step, tail, deltas=np.array([delta]),
-                   keep=False, optimistic=optimistic, skip_over_limit=skip_over_limit)
+                   keep=False, max_grid=max_grid, optimistic=optimistic, skip_over_limit=skip_over_limit)
         p, o = res["eps_pess"][:, 0], res["eps_opt"][:, 0]
         pess = p if pess is None else np.maximum(pess, p)  # NaN (over the limit) stays NaN
         opt = o if opt is None else np.maximum(opt, o)
