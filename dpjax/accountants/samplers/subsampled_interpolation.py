@@ -196,15 +196,24 @@ def best_pld(cands: Candidates, rdp_grid: np.ndarray, orders: np.ndarray, multip
     eps_grid = rdp_to_epsilon(orders, rdp_grid, REFERENCE_DELTA)  # (splits, fractions)
     eps_grid = np.where(np.isfinite(cands.mu1), eps_grid, np.inf)
     i0, j0 = np.unravel_index(np.argmin(eps_grid), eps_grid.shape)
-    picks = set()
+    picks, seen = [], set()
     for di in range(-neighbours, neighbours + 1):
         for dj in range(-neighbours, neighbours + 1):
             i, j = i0 + di, j0 + dj
-            if 0 <= i < SPLITS.size and 0 <= j < _FRACTIONS.size and np.isfinite(cands.mu1[i, j]):
-                picks.add((i, j))
-    picks = sorted(picks)
-    sig = np.array([multiplier * SPLITS[i] for i, _ in picks])
-    steps = np.array([int(cands.n_sub[i, j]) for i, j in picks])
+            if not (0 <= i < SPLITS.size and 0 <= j < _FRACTIONS.size):
+                continue
+            key = (i, int(cands.n_sub[i, j]))  # small T: several fractions round to the same T - tau
+            # a neighbour far worse in RDP, or with a Gaussian part beyond mu = 20 (its loss spans
+            # millions of grid cells), is not worth a PLD: the search skips it (any pick is valid)
+            if key in seen or not eps_grid[i, j] <= 1.5 * eps_grid[i0, j0] + 0.05 or cands.mu1[i, j] > 20:
+                continue
+            seen.add(key)
+            picks.append((i, j))
+    # a fixed batch of (2 neighbours + 1)^2 configurations (the first pick repeated): one compiled
+    # accountant program serves every call
+    padded = picks + [picks[0]] * ((2 * neighbours + 1) ** 2 - len(picks))
+    sig = np.array([multiplier * SPLITS[i] for i, _ in padded])
+    steps = np.array([int(cands.n_sub[i, j]) for i, j in padded])
     curve = pld_curve(sig, rate, steps, adjacency=adjacency, sampling="poisson")
     best = None
     for k, (i, j) in enumerate(picks):
