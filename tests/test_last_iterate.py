@@ -314,7 +314,8 @@ def test_auto_is_never_worse_than_composition_poisson():
     si_only = last_iterate_curve(0.1, 0.5, steps, method="shifted-interpolation", **kw)
     sub = last_iterate_curve(0.1, 0.5, steps[-1], method="subsampled-interpolation", **kw)
     plain = min(float(si_only.epsilon(1e-5)[-1]), float(comp.epsilon(1e-5)[-1]))
-    assert float(auto.epsilon(1e-5)[-1]) == pytest.approx(min(plain, float(sub.epsilon(1e-5))), rel=1e-3)
+    # (a batch of configurations holds the subsampled bound as a profile: eps rounded up to its 0.58% grid)
+    assert float(auto.epsilon(1e-5)[-1]) == pytest.approx(min(plain, float(sub.epsilon(1e-5))), rel=6e-3)
     assert float(auto.epsilon(1e-5)[-1]) < plain
 
 

@@ -32,7 +32,7 @@ Why, in four steps:
    X~_tau = theta'_tau, X~_{t+1} = lambda_t phi_t(theta_t) + (1 - lambda_t) phi_t(X~_t) + W_t + V_t
    with D's map phi_t, lambda_{T-1} = 1 (so X~_T = theta_T). Their distance obeys
    d_{t+1} <= (1 - lambda_t) c d_t: it carries only the debt z, never the record's use.
-3. One step compares D''s chain X'_{t+1} = phi'_t(X'_t) + W_t + V_t with
+3. One step compares the chain on D', X'_{t+1} = phi'_t(X'_t) + W_t + V_t with
    X~_{t+1} = [phi_t(X~_t) + V_t] + g_t + W_t, g_t = lambda_t (phi_t(theta_t) - phi_t(X~_t)),
    ||g_t|| <= a_t = lambda_t c d_t surely. The shift-reduction lemma (Bok et al., the f-DP form
    of Feldman et al. 2018's shifted Rényi argument: T(U + W, U' + W) >= T(U, U'') (x) G(a / s_W)
