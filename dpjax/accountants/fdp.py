@@ -133,12 +133,14 @@ def gdp_epsilon(mu, delta) -> np.ndarray:
     m = np.where(finite & (mu > 0), mu, 1.0)
     lo = np.zeros_like(m)
     # zCDP (Bun & Steinke 2016, Prop. 1.3): delta_mu(hi) <= delta at hi = mu^2/2 + mu sqrt(2 log(1/delta))
-    hi = m * m / 2 + m * np.sqrt(2 * np.log(1 / d)) + 1e-12
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        ok = _log_gdp_delta_unchecked(m, mid) <= log_d
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid)
+    # (mu beyond ~1e154 overflows it to inf: eps inf there, which is still a valid answer)
+    with np.errstate(over="ignore", invalid="ignore"):
+        hi = m * m / 2 + m * np.sqrt(2 * np.log(1 / d)) + 1e-12
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            ok = _log_gdp_delta_unchecked(m, mid) <= log_d
+            hi = np.where(ok, mid, hi)
+            lo = np.where(ok, lo, mid)
     return np.where(finite, np.where(mu == 0, 0.0, hi), np.inf)
 
 
