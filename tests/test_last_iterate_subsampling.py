@@ -223,3 +223,32 @@ def test_long_runs_never_below_exact(eta, lam, sigma, q, b, steps, adjacency):
         bound = float(last_iterate_curve(eta, sigma, steps, method="subsampled-interpolation", adjacency=adjacency,
                                          poisson_composition=comp, **kw).epsilon(DELTA))
         assert bound >= exact
+
+
+def _random_poisson_configs(count, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        lam = float(rng.choice([0.5, 1.0, 2.0]))
+        x = float(rng.choice([1e-4, 1e-2, 0.1, 0.5, 0.9]))  # eta lam = 1 - c: from almost no contraction to much
+        out.append(dict(eta=x / lam, lam=lam, sigma=float(rng.uniform(0.3, 3.0)), q=float(rng.choice([0.01, 0.1, 0.3, 0.6])),
+                        b=float(rng.choice([1.0, 2.0, 8.0])), steps=int(rng.integers(2, 11)),
+                        delta_g=float(rng.uniform(0.5, 4.0))))
+    return out
+
+
+@pytest.mark.parametrize("count,seed", [pytest.param(6, 0), pytest.param(40, 1, marks=pytest.mark.full)])
+def test_random_short_runs_rdp_form_never_below_exact(count, seed):
+    # the RDP form (add/remove) on random short runs, all configurations of a draw in one vectorised call
+    cfgs = _random_poisson_configs(count, seed)
+    arrays = {k: np.array([c[k] for c in cfgs]) for k in cfgs[0]}
+    n = np.round(arrays["b"] / arrays["q"]).astype(int)
+    curve = last_iterate_curve(arrays["eta"], arrays["sigma"], arrays["steps"], dataset_size=n,
+                               gradient_sensitivity=arrays["delta_g"], smoothness=arrays["lam"], strong_convexity=arrays["lam"],
+                               batching="poisson", batch_size=n * arrays["q"], method="subsampled-interpolation",
+                               poisson_composition="rdp")
+    for c, eps, n_c in zip(cfgs, curve.epsilon(DELTA), n):
+        b = n_c * c["q"]
+        exact = oracle.eps_of_laws(oracle.laws_enumerated(oracle.poisson_enumerated(1 - c["eta"] * c["lam"], c["q"], c["steps"],
+                                                                                    c["delta_g"] / (b * c["sigma"]))), DELTA)
+        assert eps >= exact, c
