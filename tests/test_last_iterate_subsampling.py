@@ -252,3 +252,17 @@ def test_random_short_runs_rdp_form_never_below_exact(count, seed):
         exact = oracle.eps_of_laws(oracle.laws_enumerated(oracle.poisson_enumerated(1 - c["eta"] * c["lam"], c["q"], c["steps"],
                                                                                     c["delta_g"] / (b * c["sigma"]))), DELTA)
         assert eps >= exact, c
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("adjacency", ["add-remove", "replace-one"])
+def test_random_short_runs_pld_form_never_below_exact(adjacency):
+    for c in _random_poisson_configs(10, 2):
+        n = round(c["b"] / c["q"])
+        b = n * c["q"]
+        bound = float(last_iterate_curve(c["eta"], c["sigma"], c["steps"], dataset_size=n, gradient_sensitivity=c["delta_g"],
+                                         smoothness=c["lam"], strong_convexity=c["lam"], batching="poisson", batch_size=b,
+                                         adjacency=adjacency).epsilon(DELTA))
+        exact = oracle.eps_of_laws(oracle.laws_enumerated(oracle.poisson_enumerated(
+            1 - c["eta"] * c["lam"], c["q"], c["steps"], c["delta_g"] / (b * c["sigma"]), adjacency)), DELTA)
+        assert bound >= exact, c
