@@ -266,3 +266,26 @@ def test_random_short_runs_pld_form_never_below_exact(adjacency):
         exact = oracle.eps_of_laws(oracle.laws_enumerated(oracle.poisson_enumerated(
             1 - c["eta"] * c["lam"], c["q"], c["steps"], c["delta_g"] / (b * c["sigma"]), adjacency)), DELTA)
         assert bound >= exact, c
+
+
+def test_sampler_run_with_poisson_batches_uses_the_subsampled_bound():
+    # a dpjax run (clipped SGLD, Poisson q = 0.25, replace-one pair): auto takes the subsampled bound
+    # into its minimum (replace-one PLD pair with the clip's G, the shift with the certified Delta)
+    # and is never above the PLD composition of the same run
+    import dpjax.models as M
+    import dpjax.samplers as S
+    from dpjax.accountants import sampler_last_iterate_curve
+    from dpjax.accountants.samplers.sampler_constants import describe_run
+    from dpjax.data import replace_one
+
+    x = np.array([[0.1, 0.2], [-0.3, 0.5], [1.0, -1.0], [0.4, 0.4], [0.0, 0.7], [-0.6, -0.1], [0.2, -0.5], [0.9, 0.3]])
+    model = M.gaussian_mean(dim=2, prior_precision=0.5, inverse_temperature=2.0)
+    pair = replace_one(M.gaussian_mean_dataset(x), 3, {"x": x[3] + np.array([0.3, -0.4])})
+    sampler = S.sgld(0.02, batching="poisson", rate=0.25, clip_norm=0.5)
+    run = describe_run(model, pair, sampler, 200)
+    curve = sampler_last_iterate_curve(model, pair, sampler, 200)
+    comp = pld_curve(run.noise_std * run.batch_size / (2 * run.gradient_bound), 0.25, 200, adjacency="replace-one")
+    assert float(curve.epsilon(DELTA)) <= float(comp.epsilon(DELTA)) * (1 + 1e-12)
+    assert "subsampled Gaussian steps by the PLD accountant" in curve.provenance.result
+    assert "tightest at delta = 1e-05: composition" in curve.provenance.result  # c = 0.995 over 200 steps: too short
+    assert any("replace-one: records' gradients bounded by G = 4" in a for a in curve.provenance.assumptions)
