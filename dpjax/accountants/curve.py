@@ -65,6 +65,8 @@ class PrivacyCurve:
     epsilons: Optional[np.ndarray] = None
     deltas: Optional[np.ndarray] = None
     pld: Optional[object] = None  # a composition.pld_bracket.PLDBracket (pessimistic and optimistic PLDs)
+    # mu of a curve known to be mu-GDP (per configuration; inf: none): eps and delta by the closed form
+    gdp_mu: Optional[np.ndarray] = None
     provenance: Provenance = dataclasses.field(default=Provenance("unspecified"), metadata=dict(static=True))
 
     # --- construction -------------------------------------------------------------------
@@ -162,6 +164,11 @@ class PrivacyCurve:
             candidates.append(eps)
         if self.has_pld:
             candidates.append(self.pld.epsilon(conversions._check_delta(delta)))
+        if self.gdp_mu is not None:
+            # exact: a discretised profile would round eps up to its grid
+            from . import fdp
+
+            candidates.append(fdp.gdp_epsilon(self.gdp_mu, conversions._check_delta(delta)))
         if not candidates:
             raise ValueError("this curve has neither RDP values nor a profile")
         return np.minimum.reduce(np.broadcast_arrays(*candidates))
@@ -191,6 +198,14 @@ class PrivacyCurve:
             if np.any(np.isnan(e)) or np.any(e < 0):
                 raise ValueError(f"epsilon={epsilon!r} violates epsilon >= 0")
             candidates.append(self.pld.delta(e))
+        if self.gdp_mu is not None:
+            from . import fdp
+
+            e = np.asarray(epsilon, dtype=np.float64)
+            if np.any(np.isnan(e)) or np.any(e < 0):
+                raise ValueError(f"epsilon={epsilon!r} violates epsilon >= 0")
+            mu = np.asarray(self.gdp_mu, dtype=np.float64)
+            candidates.append(np.where(np.isfinite(mu), fdp.gdp_delta(np.where(np.isfinite(mu), mu, 1.0), e), 1.0))
         if not candidates:
             raise ValueError("this curve has neither RDP values nor a profile")
         return np.minimum.reduce(np.broadcast_arrays(*candidates))

@@ -117,6 +117,33 @@ def gdp_delta(mu, epsilon) -> np.ndarray:
     return np.exp(gdp_log_delta(mu, epsilon))
 
 
+def gdp_epsilon(mu, delta) -> np.ndarray:
+    """Exact eps(delta) of mu-GDP (Dong, Roth & Su 2022, Cor. 2.13), vectorised over ``mu`` and
+    ``delta`` (0 < delta < 1): bisection on log delta_mu(eps), which is decreasing in eps, to
+    the last bit, rounded up (the returned eps certifies delta). mu = inf gives inf, mu = 0 gives 0."""
+    mu = np.asarray(mu, dtype=np.float64)
+    d = np.asarray(delta, dtype=np.float64)
+    if np.any(~((d > 0) & (d < 1))):
+        raise ValueError(f"delta={delta!r} violates 0 < delta < 1")
+    if np.any(np.isnan(mu)) or np.any(mu < 0):
+        raise ValueError(f"mu={mu!r} violates mu >= 0")
+    mu, d = np.broadcast_arrays(mu, d)
+    log_d = np.log(d)
+    finite = np.isfinite(mu)
+    m = np.where(finite & (mu > 0), mu, 1.0)
+    lo = np.zeros_like(m)
+    # zCDP (Bun & Steinke 2016, Prop. 1.3): delta_mu(hi) <= delta at hi = mu^2/2 + mu sqrt(2 log(1/delta))
+    # (mu beyond ~1e154 overflows it to inf: eps inf there, which is still a valid answer)
+    with np.errstate(over="ignore", invalid="ignore"):
+        hi = m * m / 2 + m * np.sqrt(2 * np.log(1 / d)) + 1e-12
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            ok = _log_gdp_delta_unchecked(m, mid) <= log_d
+            hi = np.where(ok, mid, hi)
+            lo = np.where(ok, lo, mid)
+    return np.where(finite, np.where(mu == 0, 0.0, hi), np.inf)
+
+
 @_validate.arguments(mu="numbers", alpha="numbers")
 def gdp_tradeoff(mu, alpha) -> np.ndarray:
     """G_mu(alpha) = Phi(Phi^{-1}(1 - alpha) - mu), the trade-off of mu-GDP (DRS Def. 2.7),
@@ -388,4 +415,5 @@ def curve_gdp(curve, min_delta: float = 1e-10, conversion: str = "balle", rtol: 
     return GDPSummary(dominates=dominates if batch else bool(dominates), **shaped)
 
 
-__all__ = ["GDPSummary", "curve_gdp", "curve_tradeoff", "default_epsilon_grid", "gdp_delta", "gdp_log_delta", "gdp_tradeoff"]
+__all__ = ["GDPSummary", "curve_gdp", "curve_tradeoff", "default_epsilon_grid", "gdp_delta", "gdp_epsilon", "gdp_log_delta",
+           "gdp_tradeoff"]

@@ -8,11 +8,13 @@ App. D.2); and the laws of one-dimensional chains (including MALA) by quadrature
 (:mod:`.markov_grid`). These are the values the coupled chains' empirical lower bounds are
 checked against. The released last iterate of noisy (projected) GD / SGLD on convex smooth
 losses: the shifted-interpolation bound (:mod:`.shifted_interpolation`, Bok, Su & Altschuler
-2024) and the Rényi bound of Chourasia, Ye & Shokri 2021 (:mod:`.chourasia_ye_shokri`) beside
-composition, behind :func:`last_iterate_curve` and, from a dpjax run (model, pair,
+2024), its Poisson-subsampled form (:mod:`.subsampled_interpolation`), the Rényi bounds of
+Chourasia, Ye & Shokri 2021 (:mod:`.chourasia_ye_shokri`) and Ye & Shokri 2022 for shuffled
+batches (:mod:`.ye_shokri`) beside composition, behind :func:`last_iterate_curve` and, from a dpjax run (model, pair,
 sampler; :mod:`.sampler_constants`), :func:`sampler_last_iterate_curve` (:mod:`.last_iterate`).
 """
-from . import chourasia_ye_shokri, cyclic_sgld, exact, girsanov, last_iterate, lmc, markov_grid, sampler_constants, shifted_interpolation
+from . import (chourasia_ye_shokri, cyclic_sgld, exact, girsanov, last_iterate, lmc, markov_grid, sampler_constants,
+               shifted_interpolation, subsampled_interpolation, ye_shokri)
 from .cyclic_sgld import epoch_end_epsilon, epoch_end_profile, epoch_end_renyi
 from .exact import exact_last_iterate_curve, exact_last_iterate_epsilon, exact_path_curve
 from .girsanov import girsanov_curve, girsanov_epsilon, girsanov_rdp
@@ -29,6 +31,8 @@ __all__ = [
     "markov_grid",
     "sampler_constants",
     "shifted_interpolation",
+    "subsampled_interpolation",
+    "ye_shokri",
     "epoch_end_epsilon",
     "epoch_end_profile",
     "epoch_end_renyi",

@@ -67,7 +67,7 @@ def violated_assumption(step_size, smoothness, strong_convexity, batching: str):
     m > 0 (strong convexity), eta M < 1 (the paper's step condition eta < 1/beta)."""
     if batching not in BATCHINGS:
         return (f"batching={batching!r} is not covered by the Chourasia-Ye-Shokri bound (its theorem is for full-batch noisy GD; "
-                "its minibatch extension, Ye & Shokri 2022, is not implemented): use batching='full' or another method")
+                "for shuffled batches its minibatch extension is method='ye-shokri'): use batching='full' or another method")
     small = np.broadcast_to(np.asarray(strong_convexity, dtype=np.float64), np.broadcast_shapes(
         np.shape(step_size), np.shape(smoothness), np.shape(strong_convexity)))
     if np.any(small <= 0):

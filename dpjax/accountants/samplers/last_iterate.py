@@ -19,36 +19,40 @@ Methods (``method=``):
 * ``"composition"`` — the whole path: the Gaussian mechanism composed over the record's uses
   (full / cyclic / shuffled: sqrt(uses) x one use's mu, exact for Gaussian composition, with its
   RDP from :func:`~dpjax.accountants.noisy_sgd_curve`), or for Poisson batches the
-  Poisson-subsampled Gaussian mechanism (add/remove adjacency) composed over the steps by the
+  Poisson-subsampled Gaussian mechanism (``adjacency``: add/remove or replace-one) composed over the steps by the
   PLD accountant (:func:`~dpjax.accountants.pld_curve`) and by RDP
   (:func:`~dpjax.accountants.noisy_sgd_curve`), the tighter at each delta
   (``poisson_composition="rdp"``: RDP alone, faster for large sweeps). The last iterate leaks
   no more, by post-processing.
+* ``"subsampled-interpolation"`` — Poisson batches: the shifted-interpolation argument with the
+  noise split between the walk's shift (a Gaussian part G_mu1) and the record's random uses
+  (T - tau Poisson-subsampled Gaussian steps, composed by the PLD accountant, pessimistic; or
+  RDP), minimised over tau and the split (:mod:`dpjax.accountants.samplers.subsampled_interpolation`,
+  where the argument is written out). It sees amplification by subsampling and by iteration.
+* ``"ye-shokri"`` — the Rényi bound of Ye & Shokri (NeurIPS 2022) for shuffled batches on
+  strongly convex losses, as the authors' code computes it (:mod:`dpjax.accountants.samplers.ye_shokri`).
 * ``"chourasia-ye-shokri"`` — the Rényi bound of Chourasia, Ye & Shokri (NeurIPS 2021) for
   full-batch noisy GD on m-strongly convex (m > 0), M-smooth losses with eta M < 1
   (:mod:`dpjax.accountants.samplers.chourasia_ye_shokri`; other batchings refused by name). Its
   statement was taken from a public re-implementation (the paper's text could not be read
   here) and dpjax proves the implemented value is never below the shifted-interpolation bound,
   so it is valid whatever the paper's constants; it never wins.
-* ``"auto"`` — per configuration the tightest of all of these (never worse than composition).
+* ``"auto"`` — per configuration the tightest of all of these (never worse than composition);
+  the provenance names the one that won at delta = 1e-5 and lists its assumptions.
 
-What is not here and why (see ``docs/guide/last_iterate.md``): the minibatch Rényi bounds of
-Ye & Shokri (NeurIPS 2022, arXiv 2203.05363: "shuffle and partition" and "sample without
-replacement" batches) and the sampled-minibatch bound of Altschuler & Talwar (NeurIPS 2022,
-arXiv 2205.13710: convex, Lipschitz, smooth losses on a domain of diameter D, flat after about
-D n / (L eta) steps). Their theorem statements with explicit constants could not be read from
-the stored copies available to this project (the stored ar5iv / proceedings / mirror pages give
-only their first page: title, abstract, introduction; no public implementation of either bound
-was found), and neither has a dominance argument like the one that makes the Chourasia-Ye-Shokri
-value safe, so they are not reconstructed from memory. For full batches on strongly convex
-quadratics the shifted-interpolation bound is already exact; for Poisson batches composition
-with amplification by subsampling stands beside it.
+Poisson batches take ``adjacency="add-remove"`` (default: D' lacks the record whose gradient
+Delta bounds) or ``"replace-one"`` (each record's gradient bounded by Delta / 2; PLD only).
+
+What is not here and why (see ``docs/guide/last_iterate.md``): the sampled-minibatch bound of
+Altschuler & Talwar (NeurIPS 2022, arXiv 2205.13710): its theorem statement with explicit
+constants could not be read from the stored copies available to this project and no public
+implementation was found, so it is not reconstructed from memory.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 from scipy import special
@@ -57,11 +61,15 @@ from ... import _validate
 from .. import fdp
 from . import chourasia_ye_shokri as cys
 from . import shifted_interpolation as si
+from . import subsampled_interpolation as ssi
+from . import ye_shokri as ys
 from ..composition.rdp import DEFAULT_ORDERS, noisy_sgd_curve
 from ..curve import PrivacyCurve, Provenance
 from ...models.constants import ConstantsUnavailable  # the models' certificates raise it too
 
-METHODS = ("auto", "shifted-interpolation", "chourasia-ye-shokri", "composition")
+METHODS = ("auto", "shifted-interpolation", "subsampled-interpolation", "ye-shokri", "chourasia-ye-shokri", "composition")
+ADJACENCIES = ("add-remove", "replace-one")
+REFERENCE_DELTA = ssi.REFERENCE_DELTA  # where auto names the tightest method (every part stays valid at every delta)
 BATCHINGS = si.BATCHINGS
 RELEASED = "last iterate"
 # eps grid of the GDP profiles: 0, then 0.58% relative steps from 1e-4 to 100 (eps read off the
@@ -112,12 +120,24 @@ class _Config:
     batching: str
     batch_size: Optional[np.ndarray]
     shape: tuple
+    adjacency: str = "add-remove"  # Poisson batches only: the subsampled step's neighbouring relation
+    # the subsampled step's sensitivity for the PLD accountant (Delta; a replace-one sampler pair: 2 G)
+    pld_sensitivity: Optional[np.ndarray] = None
 
 
 def _validate_config(step_size, noise_std, steps, dataset_size, gradient_sensitivity, smoothness, strong_convexity,
-                     diameter, batching, batch_size, method, internal=False) -> _Config:
+                     diameter, batching, batch_size, method, internal=False, adjacency=None) -> _Config:
     _validate.one_of("method", method, METHODS)
     _validate.one_of("batching", batching, si._INTERNAL_BATCHINGS if internal else BATCHINGS)
+    if batching == "poisson":
+        adjacency = "add-remove" if adjacency is None else adjacency
+        _validate.one_of("adjacency", adjacency, ADJACENCIES)
+    elif adjacency is not None:
+        raise ValueError(f"adjacency={adjacency!r} with batching={batching!r}: adjacency applies to Poisson batches only "
+                         "(for full, cyclic and shuffled batches gradient_sensitivity bounds the differing record's gradient "
+                         "difference, which covers either relation); leave it None")
+    else:
+        adjacency = "replace-one"
     eta = _array("step_size", step_size, "step_size > 0 (finite)", lambda a: (a > 0) & np.isfinite(a))
     sigma = _array("noise_std", noise_std, "noise_std > 0 (finite): the Gaussian noise added to each gradient",
                    lambda a: (a > 0) & np.isfinite(a))
@@ -159,7 +179,7 @@ def _validate_config(step_size, noise_std, steps, dataset_size, gradient_sensiti
         shapes = ", ".join(f"{nm}{a.shape}" for nm, a in zip(("step_size", "noise_std", "steps", "dataset_size",
                                                                 "gradient_sensitivity", "smoothness", "strong_convexity"), arrays))
         raise ValueError(f"the numeric arguments do not broadcast together: {shapes}") from None
-    return _Config(eta, sigma, t, n, delta_g, big, small, diam, batching, b, shape)
+    return _Config(eta, sigma, t, n, delta_g, big, small, diam, batching, b, shape, adjacency)
 
 
 # ------------------------------------------------------------------------------------------
@@ -179,7 +199,8 @@ def _one_use_mu(cfg: _Config) -> np.ndarray:
 def _poisson_mechanism(cfg: _Config) -> tuple[np.ndarray, np.ndarray]:
     """(noise multiplier b sigma / Delta, rate q = b / n) of one Poisson-subsampled step, shape
     cfg.shape: the mechanism both composition accountants compose (inf where Delta = 0)."""
-    rho = _one_use_mu(cfg)
+    sens = cfg.sensitivity if cfg.pld_sensitivity is None else cfg.pld_sensitivity
+    rho = np.broadcast_to(sens / (cfg.batch_size * cfg.sigma), cfg.shape)
     with np.errstate(divide="ignore"):
         multiplier = np.where(rho > 0, 1.0 / np.where(rho > 0, rho, 1.0), np.inf)
     return multiplier, np.broadcast_to(cfg.batch_size / cfg.n, cfg.shape)
@@ -189,6 +210,9 @@ def _composition(cfg: _Config):
     """(gdp mu or None, rdp (shape + orders,)) of the whole path."""
     rho = _one_use_mu(cfg)
     steps = np.broadcast_to(cfg.steps, cfg.shape)
+    if cfg.batching == "poisson" and cfg.adjacency == "replace-one":
+        # no RDP accountant for the replace-one subsampled Gaussian here: the PLD accountant alone
+        return None, np.full(cfg.shape + (DEFAULT_ORDERS.size,), np.inf)
     if cfg.batching == "poisson":
         multiplier, q = _poisson_mechanism(cfg)
         finite = np.isfinite(multiplier)
@@ -236,7 +260,7 @@ def _poisson_pld(cfg: _Config):
     if not np.all(np.isfinite(multiplier)):
         return None, "; PLD composition skipped (a configuration with gradient_sensitivity = 0: RDP composition, which is 0 there)"
     try:
-        curve = pld_curve(multiplier, q, np.broadcast_to(cfg.steps, cfg.shape), adjacency="add-remove", sampling="poisson")
+        curve = pld_curve(multiplier, q, np.broadcast_to(cfg.steps, cfg.shape), adjacency=cfg.adjacency, sampling="poisson")
     except GridLimitError as err:
         return None, f"; PLD composition unavailable ({err}): RDP composition alone"
     return curve.pld, ""
@@ -261,22 +285,12 @@ def _check_contraction(cfg: _Config) -> None:
 
 def gdp_epsilon(mu, delta) -> np.ndarray:
     """Exact eps(delta) of mu-GDP (Dong, Roth & Su 2022, Cor. 2.13), vectorised: bisection on
-    log delta_mu(eps), rounded up (the returned eps certifies delta)."""
-    mu = np.asarray(mu, dtype=np.float64)
+    log delta_mu(eps), rounded up (the returned eps certifies delta); see
+    :func:`dpjax.accountants.fdp.gdp_epsilon`."""
     d = float(delta)
     if not 0 < d < 1:
         raise ValueError(f"delta={delta!r} violates 0 < delta < 1")
-    log_d = math.log(d)
-    finite = np.isfinite(mu)
-    m = np.where(finite, mu, 1.0)
-    lo = np.zeros_like(m)
-    hi = m * m / 2 + m * math.sqrt(2 * math.log(1 / d)) + 1e-12  # zCDP: delta_mu(hi) <= delta
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        ok = fdp.gdp_log_delta(m, mid) <= log_d
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid)
-    return np.where(finite, np.where(mu == 0, 0.0, hi), np.inf)
+    return fdp.gdp_epsilon(mu, d)
 
 
 def gdp_profile(mu, epsilons) -> np.ndarray:
@@ -324,10 +338,13 @@ def _mixture_parts(weights: np.ndarray, mus: np.ndarray):
     return deltas, rdp
 
 
-def _curve(mu: Optional[np.ndarray], rdp: Optional[np.ndarray], provenance: Provenance, mixture=None) -> PrivacyCurve:
-    """A curve from a GDP mu (its exact profile on PROFILE_EPSILONS and its RDP a mu^2 / 2) and/or RDP values."""
+def _curve(mu: Optional[np.ndarray], rdp: Optional[np.ndarray], provenance: Provenance, mixture=None,
+           extra_deltas: Optional[np.ndarray] = None) -> PrivacyCurve:
+    """A curve from a GDP mu (held exactly: eps(delta) by the closed form, Dong, Roth & Su 2022,
+    Cor. 2.13; beside it its profile on PROFILE_EPSILONS and its RDP a mu^2 / 2) and/or RDP
+    values and/or a delta profile on PROFILE_EPSILONS (``extra_deltas``)."""
     rdp_parts = []
-    deltas = None
+    deltas = extra_deltas
     if mixture is not None:
         deltas, mix_rdp = _mixture_parts(*mixture)
         rdp_parts.append(mix_rdp)
@@ -336,13 +353,18 @@ def _curve(mu: Optional[np.ndarray], rdp: Optional[np.ndarray], provenance: Prov
         m = np.where(finite, mu, 0.0)
         mu_deltas = np.where(finite[..., None], gdp_profile(m, PROFILE_EPSILONS), 1.0)
         deltas = mu_deltas if deltas is None else np.minimum(deltas, mu_deltas)
+        gdp_mu = np.asarray(mu, dtype=np.float64)
         rdp_parts.append(np.where(finite[..., None], DEFAULT_ORDERS * (m * m)[..., None] / 2.0, np.inf))
     if rdp is not None:
         rdp_parts.append(rdp)
     rdp_all = np.minimum.reduce(np.broadcast_arrays(*rdp_parts)) if rdp_parts else None
+    if rdp_all is None:  # a profile alone (the replace-one subsampled bound): no RDP to convert
+        rdp_all = np.full(np.shape(deltas)[:-1] + (DEFAULT_ORDERS.size,), np.inf)
     curve = PrivacyCurve(orders=DEFAULT_ORDERS, rdp=np.array(rdp_all, dtype=np.float64), provenance=provenance)
     if deltas is not None:
         curve = dataclasses.replace(curve, epsilons=PROFILE_EPSILONS, deltas=np.clip(deltas, 0.0, 1.0))
+    if mu is not None:
+        curve = dataclasses.replace(curve, gdp_mu=gdp_mu)
     return curve
 
 
@@ -368,6 +390,11 @@ def _assumptions(cfg: _Config, method: str) -> tuple:
                 "also >= the shifted-interpolation bound, valid for any common start with eta M <= 2)",
                 "K convex of diameter D" if cfg.diameter is not None else "K = R^d (no projection)",
                 "the paper starts both chains from Pi_K(N(0, eta sigma^2 / m I)); dpjax's validity argument only needs a common start"]
+    elif method == "ye-shokri":
+        out += ["every F_B m-strongly convex and M-smooth with m > 0, eta (M + m) <= 2 (the step contracts by c = 1 - eta m)",
+                "shuffle and partition: a fresh uniform order each epoch, n / b >= 2 batches of exactly b, whole epochs",
+                "as computed by the authors' code (its earlier epochs charged at position floor(K/2)); both chains start "
+                "from the same distribution"]
     elif method != "composition":
         out += ["every F_B convex with m I <= Hessian <= M I; eta M <= 2 (the step contracts by c = max|1 - eta m|, |1 - eta M|)",
                 "K convex of diameter D" if cfg.diameter is not None else "K = R^d (no projection)",
@@ -380,8 +407,9 @@ def _assumptions(cfg: _Config, method: str) -> tuple:
         "shuffled": "shuffled: a fresh order each epoch, batches of b, worst positions",
         "sampled": "fixed-size batches of b drawn afresh each step: any step may hold the record (no amplification claimed)",
         "poisson": "Poisson batches (rate q = b / n), sum normalised by b; "
-                   + ("add/remove adjacency (D' lacks the record)" if method != "shifted-interpolation" else
-                      "no amplification by subsampling claimed by the last-iterate bound"),
+                   + (("add/remove adjacency (D' lacks the record)" if cfg.adjacency == "add-remove" else
+                       "replace-one adjacency (each record's gradient bounded by Delta / 2)")
+                      if method != "shifted-interpolation" else "no amplification by subsampling claimed by the last-iterate bound"),
     }
     out.append(schemes[cfg.batching])
     return tuple(out)
@@ -392,7 +420,7 @@ def _assumptions(cfg: _Config, method: str) -> tuple:
                      diameter="numbers?", batch_size="numbers?")
 def last_iterate_curve(step_size, noise_std, steps, *, dataset_size, gradient_sensitivity, smoothness,
                        strong_convexity=0.0, diameter=None, batching="full", batch_size=None, method="auto",
-                       poisson_composition="pld") -> PrivacyCurve:
+                       poisson_composition="pld", adjacency=None) -> PrivacyCurve:
     """Privacy of releasing only theta_T of theta' = Pi_K(theta - eta (grad F_B(theta) + Z)).
 
     Args:
@@ -407,12 +435,19 @@ def last_iterate_curve(step_size, noise_std, steps, *, dataset_size, gradient_se
             "poisson"; batch_size: b (Poisson: the expected size q n normalising the batch sum;
             composition then assumes add/remove adjacency, D' lacking the record whose gradient
             Delta bounds: use :func:`sampler_last_iterate_curve` for a replace-one pair).
-        method: "auto" (tightest, including composition), "shifted-interpolation",
-            "chourasia-ye-shokri" (full batches, m > 0, eta M < 1; RDP only), "composition".
+        method: "auto" (per configuration the tightest valid bound, never above composition),
+            "shifted-interpolation" (no amplification by subsampling), "subsampled-interpolation"
+            (Poisson batches: shifted interpolation composed with the subsampled steps),
+            "ye-shokri" (shuffled batches, m > 0, whole epochs; RDP only), "chourasia-ye-shokri"
+            (full batches, m > 0, eta M < 1; RDP only), "composition".
         poisson_composition: how "composition" (and "auto") account for Poisson batches: "pld"
             (default: the PLD accountant beside the RDP one, the tighter per delta; a few ms
             per configuration once compiled) or "rdp" (RDP alone: for sweeps of thousands of
-            configurations, where speed matters more than the last ~10% of eps).
+            configurations, where speed matters more than the last ~10% of eps; add/remove only).
+            The same choice applies to "subsampled-interpolation" (its subsampled part).
+        adjacency: Poisson batches only: "add-remove" (default: D' lacks the record, whose
+            gradient Delta bounds) or "replace-one" (each record's gradient bounded by Delta / 2,
+            so Delta = 2 C for clip C; PLD accountant only).
 
     All numeric arguments broadcast: arrays of configurations give one curve whose
     ``epsilon(delta)`` returns an array. The curve holds RDP values (orders
@@ -426,12 +461,30 @@ def last_iterate_curve(step_size, noise_std, steps, *, dataset_size, gradient_se
     """
     _validate.one_of("poisson_composition", poisson_composition, POISSON_COMPOSITIONS)
     cfg = _validate_config(step_size, noise_std, steps, dataset_size, gradient_sensitivity, smoothness, strong_convexity,
-                           diameter, batching, batch_size, method)
-    if method == "shifted-interpolation":
+                           diameter, batching, batch_size, method, adjacency=adjacency)
+    if poisson_composition == "rdp" and cfg.batching == "poisson" and cfg.adjacency == "replace-one":
+        raise ValueError("poisson_composition='rdp' with adjacency='replace-one' violates poisson_composition='pld' for "
+                         "replace-one (dpjax has no RDP accountant for the replace-one Poisson-subsampled Gaussian)")
+    _check_method(cfg, method)
+    return _build(cfg, method, poisson_composition=poisson_composition)
+
+
+def _check_method(cfg: _Config, method: str) -> None:
+    """Raise ConstantsUnavailable (or ValueError for a batching the method never covers) where a
+    method asked for by name cannot bound the configuration."""
+    if method in ("shifted-interpolation", "subsampled-interpolation"):
+        if method == "subsampled-interpolation" and cfg.batching != "poisson":
+            raise ValueError(f"method='subsampled-interpolation' with batching={cfg.batching!r} violates batching='poisson' "
+                             "(amplification by subsampling needs Poisson batches; use 'shifted-interpolation')")
         _check_contraction(cfg)
     elif method == "chourasia-ye-shokri":
         _check_chourasia_ye_shokri(cfg)
-    return _build(cfg, method, poisson_composition=poisson_composition)
+    elif method == "ye-shokri":
+        message = ys.violated_assumption(cfg.eta, cfg.sigma, cfg.steps, dataset_size=cfg.n, smoothness=cfg.smoothness,
+                                         strong_convexity=cfg.strong_convexity, batching=cfg.batching,
+                                         batch_size=cfg.batch_size)
+        if message is not None:
+            raise ConstantsUnavailable(message)
 
 
 def _check_chourasia_ye_shokri(cfg: _Config) -> None:
@@ -448,40 +501,168 @@ def _chourasia_ye_shokri(cfg: _Config) -> np.ndarray:
     return np.where(ok[..., None], np.broadcast_to(values, cfg.shape + (DEFAULT_ORDERS.size,)), np.inf)
 
 
+class _Subsampled(NamedTuple):
+    """The subsampled shifted-interpolation bound of every configuration: RDP (add/remove; None
+    for replace-one), its delta profile on PROFILE_EPSILONS from the PLD (None in RDP mode),
+    the PLD bracket of a single configuration (None otherwise), eps at REFERENCE_DELTA."""
+
+    rdp: Optional[np.ndarray]
+    deltas: Optional[np.ndarray]
+    pld: object
+    eps: np.ndarray
+    choice: str
+
+
+def _subsampled(cfg: _Config, poisson_composition: str) -> _Subsampled:
+    """Bok, Su & Altschuler's shifted interpolation with the Poisson-subsampled steps accounted
+    (:mod:`.subsampled_interpolation`): inf (no bound) where the step does not contract."""
+    from ..conversions import rdp_to_epsilon
+
+    contracting = np.broadcast_to(si.gap_to_one(cfg.eta, cfg.smoothness, cfg.strong_convexity) >= 0, cfg.shape)
+    multiplier, q = _poisson_mechanism(cfg)
+    live = np.isfinite(multiplier) & contracting
+    zero = ~np.isfinite(multiplier)  # Delta = 0: nothing to leak
+    cands = ssi.candidates(cfg.eta, cfg.sigma, cfg.steps, dataset_size=cfg.n, gradient_sensitivity=cfg.sensitivity,
+                           smoothness=cfg.smoothness, strong_convexity=cfg.strong_convexity, diameter=cfg.diameter,
+                           batch_size=cfg.batch_size)
+    cands = ssi.Candidates(*(np.broadcast_to(a, cfg.shape + a.shape[-2:]) for a in cands))
+    safe_m = np.where(np.isfinite(multiplier), multiplier, 1.0)
+    # RDP over the grid: the bound itself for add/remove, the search's guide for replace-one
+    rdp_min, grid = ssi.rdp(cands, safe_m, q, DEFAULT_ORDERS, _subsampled_rdp_per_step)
+    rdp = None
+    eps = np.array(np.broadcast_to(np.where(zero, 0.0, np.inf), cfg.shape))
+    if cfg.adjacency == "add-remove":
+        rdp = np.where(live[..., None], rdp_min, np.where(zero[..., None], 0.0, np.inf))
+        eps = np.array(np.minimum(eps, np.where(live, rdp_to_epsilon(DEFAULT_ORDERS, rdp, REFERENCE_DELTA), np.inf)))
+    deltas, pld, choice = None, None, "RDP"
+    if poisson_composition == "pld":
+        deltas = np.where(zero[..., None], 0.0, 1.0) + np.zeros(cfg.shape + PROFILE_EPSILONS.shape)
+        picks = []
+        for idx in np.ndindex(cfg.shape):
+            if not live[idx]:
+                continue
+            bracket, e, n_sub, split, mu1 = ssi.best_pld(ssi.Candidates(*(a[idx] for a in cands)), grid[idx], DEFAULT_ORDERS,
+                                                         float(multiplier[idx]), float(q[idx]), cfg.adjacency)
+            deltas[idx] = bracket.delta(PROFILE_EPSILONS)
+            eps[idx] = min(eps[idx], e)
+            picks.append((int(np.asarray(cfg.steps).reshape(-1)[0]) if cfg.shape == () else None, n_sub, split, mu1))
+            if cfg.shape == ():
+                pld = bracket
+        if cfg.shape == () and picks:
+            _, n_sub, split, mu1 = picks[0]
+            choice = (f"PLD; chosen tau = T - {n_sub}, sigma_2 / sigma = {split:g}, mu_1 = {mu1:.4g} (at delta = "
+                      f"{REFERENCE_DELTA:g})")
+        else:
+            choice = "PLD (tau and split per configuration)"
+    return _Subsampled(rdp, deltas, pld, eps, choice)
+
+
+def _ye_shokri(cfg: _Config) -> np.ndarray:
+    """RDP (shape + orders) of Ye & Shokri's shuffled bound; inf where its assumptions fail."""
+    ok = np.broadcast_to(ys.valid(cfg.eta, cfg.sigma, cfg.steps, dataset_size=cfg.n, smoothness=cfg.smoothness,
+                                  strong_convexity=cfg.strong_convexity, batching=cfg.batching, batch_size=cfg.batch_size),
+                         cfg.shape)
+    out = np.full(cfg.shape + (DEFAULT_ORDERS.size,), np.inf)
+    if np.any(ok):
+        args = [np.broadcast_to(np.asarray(a, dtype=np.float64), cfg.shape)[ok] for a in (
+            cfg.eta, cfg.sigma, cfg.steps, cfg.n, cfg.sensitivity, cfg.strong_convexity, cfg.batch_size)]
+        out[ok] = ys.rdp(args[0], args[1], args[2], dataset_size=args[3], gradient_sensitivity=args[4],
+                         strong_convexity=args[5], batch_size=args[6], orders=DEFAULT_ORDERS)
+    return out
+
+
+_NAMES = {"shifted-interpolation": "shifted interpolation (Bok, Su & Altschuler 2024)",
+          "subsampled-interpolation": "subsampled shifted interpolation (Bok, Su & Altschuler 2024, PLD)",
+          "composition": "composition", "chourasia-ye-shokri": "Chourasia, Ye & Shokri 2021",
+          "ye-shokri": "Ye & Shokri 2022"}
+
+
+def _winners(parts: dict) -> tuple:
+    """(text naming the tightest part at REFERENCE_DELTA per configuration, the name of the
+    winner of a single configuration or None)."""
+    names = list(parts)
+    stacked = np.stack([np.broadcast_to(parts[k], np.shape(parts[names[0]])) for k in names], axis=-1)
+    best = np.argmin(stacked, axis=-1)
+    if best.ndim == 0:
+        name = names[int(best)]
+        return f"tightest at delta = {REFERENCE_DELTA:g}: {_NAMES[name]} (eps {float(stacked[..., int(best)]):.4g})", name
+    counts = ", ".join(f"{_NAMES[names[k]]} in {int(np.sum(best == k))}" for k in range(len(names)) if np.any(best == k))
+    return f"tightest at delta = {REFERENCE_DELTA:g}: {counts} of {best.size} configurations", None
+
+
 def _build(cfg: _Config, method: str, extra_assumptions=(), poisson_composition: str = "pld") -> PrivacyCurve:
+    from ..conversions import rdp_to_epsilon
+
     constants = _constants_text(cfg)
+    extra = tuple(extra_assumptions)
     if method == "chourasia-ye-shokri":
-        prov = Provenance(f"{cys.RESULT}; {constants}", "bound", _assumptions(cfg, method) + tuple(extra_assumptions), RELEASED)
+        prov = Provenance(f"{cys.RESULT}; {constants}", "bound", _assumptions(cfg, method) + extra, RELEASED)
         return _curve(None, _chourasia_ye_shokri(cfg), prov)
+    if method == "ye-shokri":
+        prov = Provenance(f"{ys.RESULT}; {constants}", "bound", _assumptions(cfg, method) + extra, RELEASED)
+        return _curve(None, _ye_shokri(cfg), prov)
     mixture = _shuffled_mixture(cfg)
     if method == "shifted-interpolation":
         mu = _shifted_interpolation(cfg)
         prov = Provenance(f"{_SI_RESULT}{_MIXTURE_NOTE if mixture else ''}; {constants}", "bound",
-                          _assumptions(cfg, method) + tuple(extra_assumptions), RELEASED)
+                          _assumptions(cfg, method) + extra, RELEASED)
         return _curve(mu, None, prov, mixture)
+    if method == "subsampled-interpolation":
+        part = _subsampled(cfg, poisson_composition)
+        result = ssi.RESULT if part.deltas is not None else ssi.RESULT_RDP
+        prov = Provenance(f"{result} ({part.choice}); {constants}", "bound", _assumptions(cfg, method) + extra, RELEASED)
+        return _with_pld(_curve(None, part.rdp, prov, extra_deltas=part.deltas), part.pld)
     comp_mu, comp_rdp = _composition(cfg)
     pld, pld_note = (None, "")
     if cfg.batching == "poisson" and poisson_composition == "pld":
         pld, pld_note = _poisson_pld(cfg)
     if method == "composition":
         prov = Provenance(f"{_composition_result(cfg, pld is not None)}{pld_note}; {constants}", "bound",
-                          _assumptions(cfg, method) + tuple(extra_assumptions), "path (every iterate; the last iterate by post-processing)")
+                          _assumptions(cfg, method) + extra, "path (every iterate; the last iterate by post-processing)")
         return _with_pld(_curve(comp_mu, comp_rdp, prov), pld)
+    # auto: every valid part, per configuration the tightest
+    dummy = Provenance("part")
     si_mu = _shifted_interpolation(cfg)  # inf where the step does not contract: composition alone there
     mu = si_mu if comp_mu is None else np.minimum(si_mu, comp_mu)
     contracting = np.isfinite(si_mu)
     note = "" if np.all(contracting) else (
         f"; shifted interpolation unavailable for {int(np.sum(~contracting))} configuration(s) with eta M > 2 (composition there)")
+    comp_curve = _with_pld(_curve(comp_mu, comp_rdp, dummy), pld)
+    parts = {"shifted-interpolation": _curve(si_mu, None, dummy, mixture).epsilon(REFERENCE_DELTA),
+             "composition": comp_curve.epsilon(REFERENCE_DELTA)}
     rdp = comp_rdp
-    cys_part = ""
+    pieces = [f"[{_SI_RESULT}{_MIXTURE_NOTE if mixture else ''}]", f"[{_composition_result(cfg, pld is not None)}]"]
     if np.any(cys.valid(cfg.eta, cfg.smoothness, cfg.strong_convexity, cfg.batching)):
         # never below shifted interpolation (proof in chourasia_ye_shokri): kept so auto is the minimum over every method
-        rdp = np.minimum(comp_rdp, _chourasia_ye_shokri(cfg))
-        cys_part = f" and [{cys.SHORT}, where m > 0 and eta M < 1]"
-    prov = Provenance(
-        f"tightest per configuration of [{_SI_RESULT}{_MIXTURE_NOTE if mixture else ''}] and [{_composition_result(cfg, pld is not None)}]"
-        f"{cys_part}{note}{pld_note}; {constants}", "bound", _assumptions(cfg, "auto") + tuple(extra_assumptions), RELEASED)
-    return _with_pld(_curve(mu, rdp, prov, mixture), pld)
+        cys_rdp = _chourasia_ye_shokri(cfg)
+        rdp = np.minimum(rdp, cys_rdp)
+        parts["chourasia-ye-shokri"] = rdp_to_epsilon(DEFAULT_ORDERS, cys_rdp, REFERENCE_DELTA)
+        pieces.append(f"[{cys.SHORT}, where m > 0 and eta M < 1]")
+    if cfg.batching == "shuffled":
+        ys_rdp = _ye_shokri(cfg)
+        if np.any(np.isfinite(ys_rdp)):
+            rdp = np.minimum(rdp, ys_rdp)
+            parts["ye-shokri"] = rdp_to_epsilon(DEFAULT_ORDERS, ys_rdp, REFERENCE_DELTA)
+            pieces.append(f"[{ys.SHORT}, where m > 0, eta (M + m) <= 2, b divides n, n / b >= 2 and whole epochs]")
+    extra_deltas = None
+    if cfg.batching == "poisson" and np.any(contracting):
+        part = _subsampled(cfg, poisson_composition)
+        if part.rdp is not None:
+            rdp = np.minimum(rdp, part.rdp)
+        parts["subsampled-interpolation"] = part.eps
+        pieces.append(f"[{ssi.RESULT if part.deltas is not None else ssi.RESULT_RDP} ({part.choice})]")
+        extra_deltas = part.deltas
+        if part.pld is not None and (pld is None or float(part.eps) < float(pld.epsilon(REFERENCE_DELTA))):
+            # the curve holds one PLD: the tighter at the reference delta; the other as a profile
+            if pld is not None:
+                extra_deltas = np.minimum(extra_deltas, pld.delta(PROFILE_EPSILONS))
+            pld = part.pld
+    won_text, won = _winners(parts)
+    # the assumptions of the method that won (of them all for a batch of configurations)
+    used = "auto" if won is None else won
+    prov = Provenance(f"tightest per configuration of {' and '.join(pieces)}{note}{pld_note}; {won_text}; {constants}",
+                      "bound", _assumptions(cfg, used) + extra, RELEASED)
+    return _with_pld(_curve(mu, rdp, prov, mixture, extra_deltas=extra_deltas), pld)
 
 
 def _with_pld(curve: PrivacyCurve, pld) -> PrivacyCurve:
@@ -551,15 +732,12 @@ def sampler_last_iterate_curve(model, pair, sampler, num_steps: int, *, method: 
     if num_steps > 2**62:
         raise ValueError(f"num_steps={num_steps} violates num_steps <= 2^62 (an int64 step count)")
     _validate.one_of("method", method, METHODS)
-    run = sampler_constants.describe_run(model, pair, sampler, num_steps, need_constants=(method in ("shifted-interpolation",
-                                                                                                         "chourasia-ye-shokri")))
+    run = sampler_constants.describe_run(model, pair, sampler, num_steps, need_constants=(method in (
+        "shifted-interpolation", "subsampled-interpolation", "ye-shokri", "chourasia-ye-shokri")))
     cfg = _validate_config(run.step_size, run.noise_std, num_steps, run.dataset_size, run.gradient_sensitivity,
                            run.smoothness, run.strong_convexity, None, run.batching, run.batch_size, method, internal=True)
-    if method == "shifted-interpolation":
-        _check_contraction(cfg)
-    elif method == "chourasia-ye-shokri":
-        _check_chourasia_ye_shokri(cfg)
-    elif method == "auto" and not run.constants_certified:
+    _check_method(cfg, method)
+    if method == "auto" and not run.constants_certified:
         method = "composition"
     if cfg.batching == "poisson" and run.adjacency == "replace-one" and method not in ("shifted-interpolation",
                                                                                       "chourasia-ye-shokri"):
@@ -581,20 +759,14 @@ def _replace_one_poisson(cfg: _Config, run, method: str) -> PrivacyCurve:
     if not math.isfinite(run.gradient_bound):
         raise ConstantsUnavailable("a replace-one pair with Poisson batches needs each record's gradient bounded (the "
                                    "subsampled composition accountant's C); this model's unclipped gradients are not: clip them")
-    multiplier = float(cfg.sigma) * float(cfg.batch_size) / (2.0 * run.gradient_bound)
-    comp = pld_curve(multiplier, float(cfg.batch_size) / float(cfg.n), int(cfg.steps), adjacency="replace-one")
-    constants = _constants_text(cfg)
-    assumptions = _assumptions(cfg, method) + tuple(run.assumptions) + ("replace-one: records' gradients bounded by "
-                                                                       f"G = {run.gradient_bound:.6g} (PLD replace-one pair)",)
-    if method == "composition":
-        prov = Provenance(f"[{comp.provenance.result}]; {constants}", "bound", assumptions,
-                          "path (every iterate; the last iterate by post-processing)")
-        return dataclasses.replace(comp, provenance=prov)
-    mu = _shifted_interpolation(cfg)
-    prov = Provenance(f"tightest of [{_SI_RESULT}] and [{comp.provenance.result}]; {constants}", "bound", assumptions, RELEASED)
-    si_curve = _curve(mu, None, prov)
-    return dataclasses.replace(si_curve, pld=comp.pld)
+    # the replace-one pair of the PLD accountant: each record's contribution bounded by G, so the
+    # subsampled step's sensitivity is 2 G (noise multiplier sigma b / (2 G)); the shifted part
+    # keeps the certified gradient difference Delta
+    cfg = dataclasses.replace(cfg, adjacency="replace-one", pld_sensitivity=np.asarray(2.0 * run.gradient_bound))
+    assumptions = tuple(run.assumptions) + (f"replace-one: records' gradients bounded by G = {run.gradient_bound:.6g} "
+                                            "(PLD replace-one pair)",)
+    return _build(cfg, method, extra_assumptions=assumptions)
 
 
-__all__ = ["ConstantsUnavailable", "METHODS", "BATCHINGS", "PROFILE_EPSILONS", "last_iterate_curve", "last_iterate_gdp_mu",
+__all__ = ["ConstantsUnavailable", "METHODS", "ADJACENCIES", "BATCHINGS", "PROFILE_EPSILONS", "REFERENCE_DELTA", "last_iterate_curve", "last_iterate_gdp_mu",
            "sampler_last_iterate_curve", "gdp_epsilon"]

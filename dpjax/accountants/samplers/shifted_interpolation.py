@@ -52,8 +52,9 @@ the last step T-1):
   every order; the law is a mixture over orders, covered by joint convexity.
 * ``poisson``: the record may be in any step; conditionally on the batches the ``full``
   schedule bounds the pair, and the mixture over batches inherits it. No amplification by
-  subsampling is claimed (sound, loose); b is the expected batch size q n that normalises
-  the batch sum, and M must bound the curvature of every batch the run can draw.
+  subsampling is claimed here (sound, loose; :mod:`.subsampled_interpolation` adds it); b is
+  the expected batch size q n that normalises the batch sum, and M must bound the curvature of
+  every batch the run can draw.
 
 Numerics: powers of c as exp(k log c) with log c = log1p(-(1 - c)) and 1 - c formed
 directly, geometric sums by expm1 ratios (exact limits at c = 1), all in float64.
