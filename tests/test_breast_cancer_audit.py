@@ -95,7 +95,7 @@ def test_temperature_gives_the_requested_noise_multiplier():
     sigma, gamma, clip, q = 1.3, 2e-3, 0.7, 0.05
     temperature = bca.temperature_for(sigma, gamma, clip, q)
     assert langevin_noise_multiplier(gamma, 1.0 / temperature, clip, 1.0 / q) == pytest.approx(sigma, rel=1e-12)
-    sampler = samplers.sgld(gamma, batching="poisson", rate=q, temperature=temperature, parameterisation="euler", clip_norm=clip)
+    sampler = samplers.sgld(gamma, batching="poisson", sampling_rate=q, temperature=temperature, parameterisation="euler", clip_norm=clip)
     import jax
 
     with jax.enable_x64(True):

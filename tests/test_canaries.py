@@ -32,7 +32,7 @@ def _logistic(seed=0, n=80):
 def test_gradient_canary_is_clipped_to_c_along_one_direction_on_the_recorded_iterates():
     data, model = _logistic()
     clip = 1.0
-    sampler = samplers.sgld(0.05, batching="poisson", rate=0.2, clip_norm=clip, temperature=0.2)
+    sampler = samplers.sgld(0.05, batching="poisson", sampling_rate=0.2, clip_norm=clip, temperature=0.2)
     # a pilot without the canary gives the positions the chains visit
     pilot = run_coupled(0, model, dpjax.replace_one(data, 0, {"x": np.asarray(data["x"][0]) + 1e-3, "y": float(data["y"][0])}),
                         sampler, num_pairs=200, num_steps=40, record_steps=[20, 40], progress=False)

@@ -203,8 +203,8 @@ ENGINE_CASES = [
     (1, False, samplers.cyclic_sgld(0.002, batch_size=5, order=np.random.default_rng(0).permutation(23)), jnp.float64),
     # issue 36: Poisson batches on every path (chunked gathers on the quadratic path, a walk over
     # the geometric gaps in the kernel, dense weights on the reference path: the same members)
-    (2, False, samplers.sgld(0.002, batching="poisson", rate=0.3, clip_norm=0.5), jnp.float32),
-    (1, True, samplers.sgld(0.002, batching="poisson", rate=0.15), jnp.float64),
+    (2, False, samplers.sgld(0.002, batching="poisson", sampling_rate=0.3, clip_norm=0.5), jnp.float32),
+    (1, True, samplers.sgld(0.002, batching="poisson", sampling_rate=0.15), jnp.float64),
 ]
 
 
@@ -482,8 +482,8 @@ def test_the_engine_plans_a_run_once():
     assert plan.model is runner.plan_engine("auto", as_plain, pair, ula).model  # recognised once, the same object after
     plan = runner.plan_engine("reference", as_plain, pair, ula)
     assert (plan.structure, plan.path, plan.provider_kind, plan.fallback) == ("general", "reference", "generic", None)
-    logistic = runner.plan_engine("auto", logistic_regression(1.0, 1), pair, samplers.sgld(0.01, batching="poisson", rate=0.5))
+    logistic = runner.plan_engine("auto", logistic_regression(1.0, 1), pair, samplers.sgld(0.01, batching="poisson", sampling_rate=0.5))
     assert logistic.structure == "glm" and logistic.provider_kind == "glm"
     assert logistic.fallback == ("glm" if logistic.path == "pallas-glm" else None)
-    explicit = runner.plan_engine("pallas-glm", logistic_regression(1.0, 1), pair, samplers.sgld(0.01, batching="poisson", rate=0.5))
+    explicit = runner.plan_engine("pallas-glm", logistic_regression(1.0, 1), pair, samplers.sgld(0.01, batching="poisson", sampling_rate=0.5))
     assert (explicit.path, explicit.fallback) == ("pallas-glm", None)  # an explicit kernel never falls back silently

@@ -46,7 +46,7 @@ def _sampler(batching: str, clip, rate: float = 0.2):
     if batching == "cyclic":
         return samplers.cyclic_sgld(0.01, batch_size=5, clip_norm=clip)
     if batching == "poisson":
-        return samplers.sgld(0.01, batching="poisson", rate=rate, clip_norm=clip)
+        return samplers.sgld(0.01, batching="poisson", sampling_rate=rate, clip_norm=clip)
     return samplers.sgld(0.01, batching=batching, batch_size=6, clip_norm=clip)
 
 

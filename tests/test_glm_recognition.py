@@ -63,7 +63,7 @@ KW = dict(num_pairs=19, num_steps=16, record_steps=[4, 16], progress=False)
 
 @pytest.mark.parametrize("which,sampler,dtype,adjacency", [
     ("plain", samplers.sgld(0.01, batching="uniform", batch_size=5, clip_norm=0.5), jnp.float64, "replace-one"),
-    ("plain", samplers.sgld(0.01, batching="poisson", rate=0.3), jnp.float32, "add-remove"),
+    ("plain", samplers.sgld(0.01, batching="poisson", sampling_rate=0.3), jnp.float32, "add-remove"),
     ("numpyro", samplers.ula(0.01, clip_norm=0.7), jnp.float64, "add-remove"),
     ("numpyro", samplers.cyclic_sgld(0.01, batch_size=4), jnp.float32, "replace-one"),
 ])

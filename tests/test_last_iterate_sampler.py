@@ -47,7 +47,7 @@ def test_run_constants_by_hand(sampler, expect):
 
 def test_poisson_constants_cover_the_fullest_and_the_emptiest_batch():
     model, pair = _gaussian_pair()
-    run = describe_run(model, pair, S.sgld(0.02, batching="poisson", rate=0.25), 100)
+    run = describe_run(model, pair, S.sgld(0.02, batching="poisson", sampling_rate=0.25), 100)
     assert run.batching == "poisson" and run.batch_size == pytest.approx(2.0)
     assert run.smoothness == pytest.approx(0.5 + (N / 0.25) * 2.0)  # all n records at scale 1/q
     assert run.strong_convexity == pytest.approx(0.5)  # the empty batch: the prior alone

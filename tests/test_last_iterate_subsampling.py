@@ -281,7 +281,7 @@ def test_sampler_run_with_poisson_batches_uses_the_subsampled_bound():
     x = np.array([[0.1, 0.2], [-0.3, 0.5], [1.0, -1.0], [0.4, 0.4], [0.0, 0.7], [-0.6, -0.1], [0.2, -0.5], [0.9, 0.3]])
     model = M.gaussian_mean(dim=2, prior_precision=0.5, inverse_temperature=2.0)
     pair = replace_one(M.gaussian_mean_dataset(x), 3, {"x": x[3] + np.array([0.3, -0.4])})
-    sampler = S.sgld(0.02, batching="poisson", rate=0.25, clip_norm=0.5)
+    sampler = S.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=0.5)
     run = describe_run(model, pair, sampler, 200)
     curve = sampler_last_iterate_curve(model, pair, sampler, 200)
     comp = pld_curve(run.noise_std * run.batch_size / (2 * run.gradient_bound), 0.25, 200, adjacency="replace-one")

@@ -276,7 +276,7 @@ def test_batched_engine_equals_reference_engine(batching, clip, dtype):
     if batching == "full":
         sampler = samplers.ula(2e-3, clip_norm=clip)
     elif batching == "poisson":
-        sampler = samplers.sgld(2e-3, batching="poisson", rate=0.25, clip_norm=clip)
+        sampler = samplers.sgld(2e-3, batching="poisson", sampling_rate=0.25, clip_norm=clip)
     else:
         sampler = samplers.sgld(2e-3, batching="uniform", batch_size=6, clip_norm=clip)
     init = lambda key: 0.5 * jax.random.normal(key, (model.dim,))

@@ -62,8 +62,8 @@ CASES = [
     (2, samplers.ula(0.005), "add-remove", jnp.float64),
     (4, samplers.ula(0.005, clip_norm=0.4), "replace-one", jnp.float32),
     # Poisson batches (the breast-cancer audit's sampler), dense in the kernel, gathered in chunks on XLA
-    (4, samplers.sgld(0.01, batching="poisson", rate=0.3, clip_norm=0.5), "add-remove", jnp.float32),
-    pytest.param(2, samplers.sgld(0.01, batching="poisson", rate=0.2), "replace-one", jnp.float64, marks=slow),
+    (4, samplers.sgld(0.01, batching="poisson", sampling_rate=0.3, clip_norm=0.5), "add-remove", jnp.float32),
+    pytest.param(2, samplers.sgld(0.01, batching="poisson", sampling_rate=0.2), "replace-one", jnp.float64, marks=slow),
     # groups of steps sharing Philox blocks of normals (d = 2 in float32: 2 steps a group, the
     # chunk starting mid-group; every larger group is the same code with more copies)
     pytest.param(2, samplers.sgld(0.01, batching="uniform", batch_size=3, clip_norm=0.3), "add-remove", jnp.float32, marks=slow),
@@ -145,7 +145,7 @@ def test_chunks_compose_and_a_zero_count_changes_nothing():
 
 
 LOWERED = [
-    samplers.sgld(0.01, batching="poisson", rate=0.3, clip_norm=0.5),
+    samplers.sgld(0.01, batching="poisson", sampling_rate=0.3, clip_norm=0.5),
     pytest.param(samplers.sgld(0.01, batching="uniform", batch_size=4), marks=slow),
     pytest.param(samplers.cyclic_sgld(0.01, batch_size=5, clip_norm=0.5), marks=slow),
     pytest.param(samplers.ula(0.005), marks=slow),

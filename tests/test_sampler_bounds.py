@@ -44,10 +44,10 @@ CASES = [
     # SGLD (Welling-Teh default), full batch
     (samplers.sgld(0.02, batching="full", clip_norm=1.0), "add-remove", math.sqrt(0.02) / (0.01 * 1 * 1.0), 1.0, 45),
     # SGLD, Poisson q = 0.25: scale 1/q = 4
-    (samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0), "add-remove", math.sqrt(0.02) / (0.01 * 4 * 1.0), 0.25, 45),
-    (samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0), "replace-one", math.sqrt(0.02) / (0.01 * 4 * 1.0 * 2), 0.25, 45),
+    (samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0), "add-remove", math.sqrt(0.02) / (0.01 * 4 * 1.0), 0.25, 45),
+    (samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0), "replace-one", math.sqrt(0.02) / (0.01 * 4 * 1.0 * 2), 0.25, 45),
     # SGLD, Euler, Poisson: gamma = 0.01, T = 0.5: noise sqrt(0.01), drift 0.01
-    (samplers.sgld(0.01, batching="poisson", rate=0.25, clip_norm=1.0, temperature=0.5, parameterisation="euler"), "add-remove",
+    (samplers.sgld(0.01, batching="poisson", sampling_rate=0.25, clip_norm=1.0, temperature=0.5, parameterisation="euler"), "add-remove",
      math.sqrt(2 * 0.01 * 0.5) / (0.01 * 4 * 1.0), 0.25, 45),
     # SGLD, without replacement b = 5 of 20: scale 4, q = b/n (+2^-R, R = 2 ceil(log2 20) + 12 = 22)
     (samplers.sgld(0.02, batching="without-replacement", batch_size=5, clip_norm=1.0), "add-remove",
@@ -75,7 +75,7 @@ def test_mapping_equals_the_hand_computation(sampler, adjacency, sigma, q, count
 
 
 def test_rdp_rows_equal_the_accountant_called_by_hand():
-    sampler = samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0)
+    sampler = samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0)
     mech = sampler_mechanism(sampler, PAIRS["add-remove"])
     eps, prov = composition_epsilons(mech, [10, 45], 1e-3, "rdp")
     by_hand = [noisy_sgd_curve(math.sqrt(0.02) / 0.04, 0.25, t).epsilon(1e-3) for t in (10, 45)]
@@ -96,7 +96,7 @@ def test_what_has_no_bound_says_why():
         sampler_mechanism(samplers.sgld(0.02, batching="uniform", batch_size=4, clip_norm=1.0), pair)
     with pytest.raises(BoundUnavailable, match="schedule"):
         sampler_mechanism(samplers.sgld(lambda t: 0.01 / (1.0 + t), batching="full", clip_norm=1.0), pair)
-    poisson = sampler_mechanism(samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0), PAIRS["replace-one"])
+    poisson = sampler_mechanism(samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0), PAIRS["replace-one"])
     with pytest.raises(BoundUnavailable, match="add/remove"):
         composition_epsilons(poisson, [5], 1e-3, "rdp")
 
@@ -113,7 +113,7 @@ def test_audit_auto_bounds_cover_a_gradient_canary_and_label_their_release():
     y = (x[:, 0] > 0).astype(float)
     data = logistic_regression_dataset(x, y)
     model = logistic_regression(1.0, 2)
-    sampler = samplers.sgld(0.05, batching="poisson", rate=0.5, clip_norm=1.0, temperature=0.05)
+    sampler = samplers.sgld(0.05, batching="poisson", sampling_rate=0.5, clip_norm=1.0, temperature=0.05)
     positions = rng.normal(size=(200, 2)) * 0.5 + np.array([2.0, 0.0])
     canary = gradient_canary(model, data, 1.0, positions, direction="most-variance")
     with warnings.catch_warnings():
@@ -160,7 +160,7 @@ def _stand_in_last_iterate(monkeypatch, behaviour):
 
 
 def test_auto_adds_the_last_iterate_bound_labelled_last_iterate(monkeypatch):
-    sampler = samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0)
+    sampler = samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0)
     pair = PAIRS["add-remove"]
     model = logistic_regression(1.0, 1)
     def last_iterate_curve(t):
@@ -188,7 +188,7 @@ def test_a_last_iterate_curve_that_releases_the_path_is_labelled_path(monkeypatc
         return dataclasses.replace(curve, provenance=dataclasses.replace(curve.provenance, released=released))
 
     _stand_in_last_iterate(monkeypatch, composition)
-    sampler = samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0)
+    sampler = samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0)
     claims, _ = _auto_bounds(logistic_regression(1.0, 1), PAIRS["add-remove"], sampler, [5], 1e-3)
     assert claims["last iterate (sampler)"][5].released == PATH
 
@@ -198,7 +198,7 @@ def test_auto_says_why_a_model_cannot_certify_its_constants(monkeypatch):
         raise _ConstantsUnavailable("the model certifies no smoothness constant")
 
     _stand_in_last_iterate(monkeypatch, refuse)
-    sampler = samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0)
+    sampler = samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0)
     claims, notes = _auto_bounds(logistic_regression(1.0, 1), PAIRS["add-remove"], sampler, [5, 40], 1e-3)
     assert "last iterate (sampler)" not in claims and {"PLD (sampler)", "RDP (sampler)"} <= set(claims)
     assert any("certifies no smoothness constant" in note and "composition bounds only" in note for note in notes)
@@ -206,7 +206,7 @@ def test_auto_says_why_a_model_cannot_certify_its_constants(monkeypatch):
 
 def test_auto_without_the_last_iterate_accountant_says_so(monkeypatch):
     monkeypatch.setitem(sys.modules, LAST_ITERATE_MODULE, None)  # import fails as in a build without it
-    sampler = samplers.sgld(0.02, batching="poisson", rate=0.25, clip_norm=1.0)
+    sampler = samplers.sgld(0.02, batching="poisson", sampling_rate=0.25, clip_norm=1.0)
     claims, notes = _auto_bounds(logistic_regression(1.0, 1), PAIRS["add-remove"], sampler, [5], 1e-3)
     assert "last iterate (sampler)" not in claims and {"PLD (sampler)", "RDP (sampler)"} <= set(claims)
     assert any("no last-iterate accountant in this build" in note for note in notes)

@@ -63,7 +63,7 @@ def _row(name: str, model, pair, batch_size: int, clip, *, chains: int, steps: i
 
     n = pair.dataset.num_slots
     uniform = samplers.sgld(step_size, batching="uniform", batch_size=batch_size, clip_norm=clip)
-    poisson = samplers.sgld(step_size, batching="poisson", rate=batch_size / n, clip_norm=clip)
+    poisson = samplers.sgld(step_size, batching="poisson", sampling_rate=batch_size / n, clip_norm=clip)
     times = {"uniform": [], "poisson": [], "peer": []}
     used = None
     for r in range(-1, repeats):  # round -1 compiles

@@ -43,7 +43,7 @@ def _band(pairs: int, steps: int) -> dict:
     from .poisson import numpyro_linear_regression
 
     model, pair = numpyro_linear_regression()
-    sampler = samplers.sgld(STEP_SIZE, batching="poisson", rate=RATE, clip_norm=CLIP)
+    sampler = samplers.sgld(STEP_SIZE, batching="poisson", sampling_rate=RATE, clip_norm=CLIP)
     start = time.perf_counter()
     report = audit(model, pair, sampler, num_pairs=pairs, num_steps=steps, delta=DELTA, bounds="auto", seed=0)
     seconds = time.perf_counter() - start

@@ -138,7 +138,7 @@ def breast_cancer(pairs: int, steps: int, repeats: int) -> dict:
     precision = 1.0 / p["prior_scale"] ** 2
     model = logistic_regression(precision, x.shape[1])
     temperature = audit.temperature_for(p["noise_multiplier"], p["step_size"], p["clip"], p["rate"])
-    sampler = samplers.sgld(p["step_size"], batching="poisson", rate=p["rate"], temperature=temperature, parameterisation="euler", clip_norm=p["clip"])
+    sampler = samplers.sgld(p["step_size"], batching="poisson", sampling_rate=p["rate"], temperature=temperature, parameterisation="euler", clip_norm=p["clip"])
     ours = _dpjax_seconds(model, pair, sampler, pairs, steps, repeats)
     b = max(1, round(p["rate"] * x.shape[0]))
     theirs = _blackjax_seconds(x, y, precision, p["step_size"], temperature, pairs, steps, b, repeats)
