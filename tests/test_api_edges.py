@@ -17,6 +17,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+import dpjax
+
 from dpjax.accountants import calibrate_steps, noisy_sgd_curve, pld_curve
 from dpjax.accountants.group import group_profile
 from dpjax.estimators.planning import expected_certified_bound
@@ -216,3 +218,16 @@ def test_sgld_takes_the_accountants_sampling_rate_and_deprecates_rate():
         samplers.sgld(0.02, batching="poisson", rate=0.25, sampling_rate=0.25)
     with pytest.raises(ValueError, match="sampling_rate=1.5 violates sampling_rate in"):
         samplers.sgld(0.02, batching="poisson", sampling_rate=1.5)
+
+
+def test_no_resamples_print_no_bootstrap_interval():
+    # issue 38: num_bootstrap=0 printed a "95% bootstrap interval" from 0 resamples
+    from dpjax.estimators import epsilon_estimate
+
+    rs = np.random.default_rng(0)
+    est = epsilon_estimate(rs.normal(size=2000), rs.normal(1.0, 1.0, size=2000), 1e-2, num_bootstrap=0)
+    text = str(est)
+    assert "bootstrap interval [" not in text and "no bootstrap interval (num_bootstrap=0" in text
+    assert est.interval[1] == np.inf and est.interval[0] <= est.epsilon  # nothing claimed above
+    with pytest.raises(ValueError, match="batch_size=.*2\\*\\*31 - 1"):
+        dpjax.samplers.make_batching("uniform", batch_size=10**30)

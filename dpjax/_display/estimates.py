@@ -36,8 +36,9 @@ def lower_bound_summary(r, width: int = WIDTH) -> str:
 
 def epsilon_estimate_summary(r, width: int = WIDTH) -> str:
     lines = [
-        f"EpsilonEstimate: eps ~ {fmt(r.epsilon)} at delta = {fmt(r.delta)}, {_confidence(r.confidence)} bootstrap interval "
-        f"{fmt_interval(*r.interval)}",
+        f"EpsilonEstimate: eps ~ {fmt(r.epsilon)} at delta = {fmt(r.delta)}, "
+        + (f"{_confidence(r.confidence)} bootstrap interval {fmt_interval(*r.interval)}" if r.num_bootstrap
+           else f"no bootstrap interval (num_bootstrap=0; certified >= {fmt(r.interval[0])})"),
         wrap_text(
             f"plug-in histogram estimate ({r.num_bins} bins of the statistic {r.statistic!r}, {r.num_bootstrap} "
             f"{'paired ' if r.paired else ''}bootstrap resamples); no finite-sample guarantee (for one: "

@@ -414,6 +414,10 @@ def epsilon_estimate(
         floor = max(point, certified)
         lower = interval[0] if np.isfinite(interval[0]) else floor
         point, interval = floor, (max(certified, min(lower, floor)), math.inf)
+    elif hp.shape[0] == 1:
+        # no resamples (num_bootstrap=0): no interval to give; what the samples say for sure is
+        # the certified bound below, nothing above (printed as "no bootstrap interval")
+        interval = (certified, math.inf)
     return EpsilonEstimate(
         epsilon=point,
         interval=interval,

@@ -72,7 +72,7 @@ class Batch(NamedTuple):
 
 
 def _check_batch_size(batch_size: Any, num_slots: int) -> int:
-    b = _validate.positive_int("batch_size", batch_size)
+    b = _validate.dimension("batch_size", batch_size)
     if b > num_slots:
         raise ValueError(f"batch_size={b} violates batch_size <= n = {num_slots} (the number of records)")
     return b
@@ -445,9 +445,9 @@ def make_batching(name: str, *, batch_size: Optional[int] = None, rate: Optional
             raise ValueError("batching='full' uses every record; do not pass batch_size")
         return FullBatch()
     if name == "cyclic":
-        b = _validate.positive_int("batch_size", 1 if batch_size is None else batch_size)
+        b = _validate.dimension("batch_size", 1 if batch_size is None else batch_size)
         return Cyclic(batch_size_=b, order=None if order is None else np.asarray(order), order_family=order_family)
     if batch_size is None:
         raise ValueError(f"batching={name!r} needs batch_size (a positive integer <= n)")
-    b = _validate.positive_int("batch_size", batch_size)
+    b = _validate.dimension("batch_size", batch_size)  # a static array length: at most 2^31 - 1
     return {"uniform": UniformWithReplacement, "without-replacement": WithoutReplacement, "reshuffle": Reshuffle}[name](batch_size_=b)

@@ -34,8 +34,7 @@ Methods (``method=``):
 * ``"chourasia-ye-shokri"`` — the Rényi bound of Chourasia, Ye & Shokri (NeurIPS 2021) for
   full-batch noisy GD on m-strongly convex (m > 0), M-smooth losses with eta M < 1
   (:mod:`dpjax.accountants.samplers.chourasia_ye_shokri`; other batchings refused by name). Its
-  statement was taken from a public re-implementation (the paper's text could not be read
-  here) and dpjax proves the implemented value is never below the shifted-interpolation bound,
+  statement is a public re-implementation's, and dpjax proves the implemented value is never below the shifted-interpolation bound,
   so it is valid whatever the paper's constants; it never wins.
 * ``"auto"`` — per configuration the tightest of all of these (never worse than composition);
   the provenance names the one that won at delta = 1e-5 and lists its assumptions.
@@ -44,9 +43,9 @@ Poisson batches take ``adjacency="add-remove"`` (default: D' lacks the record wh
 Delta bounds) or ``"replace-one"`` (each record's gradient bounded by Delta / 2; PLD only).
 
 What is not here and why (see ``docs/guide/last_iterate.md``): the sampled-minibatch bound of
-Altschuler & Talwar (NeurIPS 2022, arXiv 2205.13710): its theorem statement with explicit
-constants could not be read from the stored copies available to this project and no public
-implementation was found, so it is not reconstructed from memory.
+Altschuler & Talwar (NeurIPS 2022, arXiv 2205.13710): dpjax has no statement of its theorem
+with explicit constants to check an implementation against, and no public implementation of
+it, so it does not guess one.
 """
 from __future__ import annotations
 
