@@ -40,26 +40,52 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
-import pandas as pd
 
 from . import _display, _validate
-from .accountants.curve import PrivacyCurve
-from .coupled import CoupledResult, DivergenceCheck, check_divergence, run_coupled
-from .data import NeighbouringPair
-from .estimators import (
-    epsilon_estimate,
-    epsilon_lower_bound,
-    gdp_lower_bound,
-    privacy_loss_profile,
-    rdp_lower_bound,
-    tradeoff_upper_bound,
-)
-from .estimators.gdp import MIN_SAMPLES as FIT_MIN_PAIRS
-from .estimators.statistics import Statistic, check_confidence
-from .models.base import Model
-from .samplers.kernel import LangevinSampler
 
-BoundSpec = Union[PrivacyCurve, Callable[[int], PrivacyCurve], str]
+# What an audit runs on (JAX, pandas, scipy) is imported on first use, not with this module:
+# ``import dpjax.audit`` then costs what numpy does (issue 38: first answers fast). Every
+# function below that reads one of these names calls _load() first; other modules reach them
+# as attributes (PEP 562 __getattr__).
+_LAZY = {
+    "pd": ("pandas", None),
+    "PrivacyCurve": (".accountants.curve", "PrivacyCurve"),
+    "CoupledResult": (".coupled", "CoupledResult"),
+    "DivergenceCheck": (".coupled", "DivergenceCheck"),
+    "check_divergence": (".coupled", "check_divergence"),
+    "run_coupled": (".coupled", "run_coupled"),
+    "NeighbouringPair": (".data", "NeighbouringPair"),
+    "epsilon_estimate": (".estimators", "epsilon_estimate"),
+    "epsilon_lower_bound": (".estimators", "epsilon_lower_bound"),
+    "gdp_lower_bound": (".estimators", "gdp_lower_bound"),
+    "privacy_loss_profile": (".estimators", "privacy_loss_profile"),
+    "rdp_lower_bound": (".estimators", "rdp_lower_bound"),
+    "tradeoff_upper_bound": (".estimators", "tradeoff_upper_bound"),
+    "FIT_MIN_PAIRS": (".estimators.gdp", "MIN_SAMPLES"),
+    "Statistic": (".estimators.statistics", "Statistic"),
+    "check_confidence": (".estimators.statistics", "check_confidence"),
+    "Model": (".models.base", "Model"),
+    "LangevinSampler": (".samplers.kernel", "LangevinSampler"),
+}
+
+
+def _load() -> None:
+    """Bind the names of :data:`_LAZY` in this module (once)."""
+    here = globals()
+    if "run_coupled" in here:
+        return
+    for name, (module, attribute) in _LAZY.items():
+        loaded = importlib.import_module(module, __package__)
+        here[name] = loaded if attribute is None else getattr(loaded, attribute)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        _load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+BoundSpec = Union["PrivacyCurve", Callable[[int], "PrivacyCurve"], str]
 ExactSpec = Callable[[int], float]
 
 COLUMNS = ["step", "quantity", "kind", "released", "epsilon", "lower", "upper", "source", "nonfinite_pairs"]
@@ -164,6 +190,7 @@ class AuditReport:
 
 
 def _bound_curve(spec, step: int) -> PrivacyCurve:
+    _load()
     curve = spec(step) if callable(spec) else spec
     if not isinstance(curve, PrivacyCurve):
         raise TypeError(f"a bound must be a PrivacyCurve or a function step -> PrivacyCurve; got {type(curve).__name__}")
@@ -181,6 +208,7 @@ class _Claim:
 
 def _auto_bounds(model: Model, pair: NeighbouringPair, sampler: LangevinSampler, steps: Sequence[int], delta: float):
     """The sampler's own bounds at ``steps``: {name: {step: _Claim}} and notes on what is missing."""
+    _load()
     from .accountants.sampler_bounds import BoundUnavailable, composition_epsilons, sampler_mechanism
 
     claims: dict = {}
@@ -268,6 +296,7 @@ def audit(
     is not ``ok``. ``model.check_dataset`` is applied to both datasets, and every bound and
     exact value is evaluated at the recorded steps, before any chain runs.
     """
+    _load()
     delta = _validate.in_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
     confidence = check_confidence(confidence)
     seed = _validate.seed("seed", seed)
@@ -348,6 +377,7 @@ def audit(
 
 def _measure_last_iterate(p, q, step, bad, *, delta, confidence, seed, statistic, fits, fitted, banded):
     """The last iterate's certified bound, band, fit and estimate at one step: table rows."""
+    _load()
     rows = []
     keep = p.shape[0]
     if keep < 4:
@@ -386,6 +416,7 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
     kind, name)`` returns (curve or None, eps) of a bound or an exact value; ``auto_claims``:
     name -> {step: _Claim} of the sampler's own bounds; ``divergence``: the chains' check
     (:func:`~dpjax.coupled.check_divergence`; None: non-finite pairs only)."""
+    _load()
     if result.num_nonfinite:
         warnings.warn(
             f"{result.num_nonfinite} of {len(result.finite)} chain pairs went non-finite; each step's measurements use the pairs "
@@ -484,6 +515,7 @@ def _report(result: CoupledResult, *, delta: float, confidence: float, seed: int
 
 def _rdp_below_certified(rdp, step: int, bound_names, claim) -> list:
     """Bounds whose RDP (at the certified orders) lies below the chains' certified RDP."""
+    _load()
     out = []
     for name in bound_names:
         curve, _ = claim(step, "bound", name)
@@ -500,6 +532,7 @@ def _rdp_below_certified(rdp, step: int, bound_names, claim) -> list:
 def _limits_notes(table: pd.DataFrame, result: CoupledResult, delta: float, confidence: float, fits: bool) -> list:
     """What limits the audit at its last step: the sample size's ceiling (with the pairs a
     planned audit needs), a fit above the tightest bound, fits left out for want of pairs."""
+    _load()
     from .estimators import pairs_needed
 
     if table.empty:
@@ -547,6 +580,7 @@ def _limits_notes(table: pd.DataFrame, result: CoupledResult, delta: float, conf
 
 def _finite_by_step(result: CoupledResult) -> np.ndarray:
     """(R, K): pair k finite at recorded step r and at every earlier recorded step."""
+    _load()
     now = (
         np.all(np.isfinite(result.positions), axis=-1)
         & np.all(np.isfinite(result.neighbour_positions), axis=-1)
@@ -557,6 +591,7 @@ def _finite_by_step(result: CoupledResult) -> np.ndarray:
 
 def _bounds_below_exact(table: pd.DataFrame, rel: float = 1e-9) -> list:
     """A bound below an exact value of the same step (beyond rounding) is wrong outright."""
+    _load()
     out = []
     for step, rows in table.groupby("step"):
         exacts = rows[(rows["kind"] == "exact") & np.isfinite(rows["epsilon"])]
@@ -571,6 +606,7 @@ def _bounds_below_exact(table: pd.DataFrame, rel: float = 1e-9) -> list:
 
 def _table_problems(table: pd.DataFrame) -> list:
     """Empty table, non-finite numbers, estimates below the lower bound or outside their interval."""
+    _load()
     if table.empty:
         return ["the table is empty: no recorded step > 0, so nothing was measured (record_steps must include a step > 0)"]
     out = []
