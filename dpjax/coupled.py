@@ -175,7 +175,7 @@ def run_coupled(
         if shape != (dim,):
             raise ValueError(f"init(key) returned shape {shape}; it must return a position of shape ({dim},)")
     mesh = runner.check_mesh(mesh)
-    runner.plan_engine(engine, model, pair, sampler)  # an impossible engine choice fails before any compute (recognition is cached)
+    plan = runner.plan_engine(engine, model, pair, sampler)  # an impossible engine choice fails before any compute
 
     bar = None
     if progress:
@@ -186,7 +186,7 @@ def run_coupled(
         rec = runner.run_pairs(
             seed, model, pair, sampler, num_pairs=num_pairs, num_steps=num_steps, record_steps=steps,
             init=init if callable(init) else given, dtype=dtype, mesh=mesh, chunk_size=chunk_size,
-            progress=None if bar is None else bar.update, engine=engine, unroll=unroll,
+            progress=None if bar is None else bar.update, engine=plan, unroll=unroll,
         )
     finally:
         if bar is not None:

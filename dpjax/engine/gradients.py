@@ -470,8 +470,7 @@ def poisson_capacity(num_slots: int, rate: float) -> int:
     0.44x the pair-steps/s of uniform batches of 128 (logistic d = 20, n = 1e4, clipped, float32,
     2-core CPU); mean + 2 sd (152 here) leaves the overflow to a few pairs per step."""
     mean = num_slots * rate
-    want = mean + 2.0 * math.sqrt(mean * (1.0 - rate)) + 1.0
-    return int(min(num_slots, 8 * math.ceil(want / 8)))
+    return _multiple_of_8(mean + 2.0 * math.sqrt(mean * (1.0 - rate)) + 1.0, num_slots)
 
 
 def poisson_overflow_capacity(num_slots: int, rate: float) -> int:
@@ -479,8 +478,12 @@ def poisson_overflow_capacity(num_slots: int, rate: float) -> int:
     at least 8, rounded up to a multiple of 8, at most n (one further chunk almost always ends
     the batch: past mean + 4 sd)."""
     mean = num_slots * rate
-    want = max(8.0, 2.0 * math.sqrt(mean * (1.0 - rate)))
-    return int(min(num_slots, 8 * math.ceil(want / 8)))
+    return _multiple_of_8(max(8.0, 2.0 * math.sqrt(mean * (1.0 - rate))), num_slots)
+
+
+def _multiple_of_8(words: float, num_slots: int) -> int:
+    """``words`` rounded up to a multiple of 8 (nearby rates share a compiled program), at most n."""
+    return int(min(num_slots, 8 * math.ceil(words / 8)))
 
 
 def provider_for(model: Model, pair: NeighbouringPair, kind: str, dtype, sampler=None) -> tuple[Any, dict]:

@@ -318,7 +318,7 @@ def advance(sampler, data, index, keys, state, start, count, *, provider, num_sl
         # the scale 1 / q and q itself as Poisson.chunk takes them (q in the run's dtype; the
         # kernel widens it to float64 for the gaps, as the XLA path does)
         rate = jnp.asarray(scheme.rate).astype(dtype)
-        scale = (1.0 / jnp.asarray(scheme.rate)).astype(dtype)
+        scale = scheme.scale(dtype)
     else:
         rate, scale = jnp.zeros((), dtype), jnp.ones((), dtype)
     fparams = jnp.stack([drift, noise_std, jnp.asarray(provider.model.likelihood_weight, dtype), clip, scale, rate] + [jnp.zeros((), dtype)] * 2)

@@ -339,7 +339,7 @@ def advance(sampler, data, index, keys, state, start, count, *, provider, num_sl
     clip = jnp.asarray(0.0 if sampler.clip_norm is None else sampler.clip_norm, dtype)
     if isinstance(scheme, Poisson):
         # q (the run's dtype, widened to float64 in the kernel as Poisson.chunk does) and 1 / q
-        rate, scale = jnp.asarray(scheme.rate).astype(dtype), (1.0 / jnp.asarray(scheme.rate)).astype(dtype)
+        rate, scale = jnp.asarray(scheme.rate).astype(dtype), scheme.scale(dtype)
     else:
         rate, scale = jnp.zeros((), dtype), jnp.ones((), dtype)
     fparams = jnp.stack([drift, noise_std, jnp.asarray(provider.model.prior_precision, dtype), clip, rate, scale] + [jnp.zeros((), dtype)] * 2)

@@ -468,36 +468,34 @@ def index_words(words: jax.Array, step, stream: int, count: int) -> tuple[jax.Ar
 
     Block j gives words 2j (its first two uint32) and 2j + 1 (its last two).
     """
+    return index_words_from(words, step, stream, 0, count)
+
+
+def index_words_from(words: jax.Array, step, stream: int, first, count: int) -> tuple[jax.Array, jax.Array]:
+    """Words ``first``, ..., ``first + count - 1`` of ``stream`` at ``step`` as (high, low)
+    uint32 arrays (..., count), numbered as in :func:`index_words` (``first`` may be traced).
+
+    On a CPU each word evaluates its own block (element by element, :func:`_one_word_per_element`);
+    elsewhere the blocks are stacked, one evaluation serving a block's two words, and a traced
+    ``first`` (odd or even) is a dynamic slice of one block more."""
     lead = words.shape[:-1]
     step = jnp.broadcast_to(_u32(step), lead)[..., None]
     if _one_word_per_element():
         # word j from block j // 2 (A for even j, B for odd), element by element
-        j = jnp.arange(count, dtype=jnp.uint32)
+        j = _u32(first) + jnp.arange(count, dtype=jnp.uint32)
         a, b = draw_block_wide(words[..., 0:1], words[..., 1:2], step, stream, j >> 1)
         with jax.enable_x64(True):
             word = jnp.where((j & jnp.uint32(1)) == 0, a, b)
         return _halves(word)
-    blocks = -(-count // 2)
-    w0, w1, w2, w3 = draw_block(words[..., 0:1], words[..., 1:2], step, stream, jnp.arange(blocks, dtype=jnp.uint32))
-    high = jnp.stack([w0, w2], axis=-1).reshape(lead + (2 * blocks,))[..., :count]
-    low = jnp.stack([w1, w3], axis=-1).reshape(lead + (2 * blocks,))[..., :count]
-    return high, low
-
-
-def index_words_from(words: jax.Array, step, stream: int, first, count: int) -> tuple[jax.Array, jax.Array]:
-    """Words ``first``, ..., ``first + count - 1`` of ``stream`` at ``step`` (``first`` may be
-    traced), as :func:`index_words` numbers them: word j is word j of that function's array."""
-    lead = words.shape[:-1]
-    step = jnp.broadcast_to(_u32(step), lead)[..., None]
-    j = _u32(first) + jnp.arange(count, dtype=jnp.uint32)
-    if _one_word_per_element():
-        a, b = draw_block_wide(words[..., 0:1], words[..., 1:2], step, stream, j >> 1)
-        with jax.enable_x64(True):
-            word = jnp.where((j & jnp.uint32(1)) == 0, a, b)
-        return _halves(word)
-    w0, w1, w2, w3 = draw_block(words[..., 0:1], words[..., 1:2], step, stream, j >> 1)
-    even = (j & jnp.uint32(1)) == 0
-    return jnp.where(even, w0, w2), jnp.where(even, w1, w3)
+    static = isinstance(first, int)
+    skip = first & 1 if static else (_u32(first) & jnp.uint32(1)).astype(jnp.int32)
+    blocks = -(-(count + skip) // 2) if static else count // 2 + 1
+    w0, w1, w2, w3 = draw_block(words[..., 0:1], words[..., 1:2], step, stream, (_u32(first) >> 1) + jnp.arange(blocks, dtype=jnp.uint32))
+    high = jnp.stack([w0, w2], axis=-1).reshape(lead + (2 * blocks,))
+    low = jnp.stack([w1, w3], axis=-1).reshape(lead + (2 * blocks,))
+    if static:
+        return high[..., skip:skip + count], low[..., skip:skip + count]
+    return lax.dynamic_slice_in_dim(high, skip, count, axis=-1), lax.dynamic_slice_in_dim(low, skip, count, axis=-1)
 
 
 def geometric_gaps(high: jax.Array, low: jax.Array, rate, cap: int) -> jax.Array:

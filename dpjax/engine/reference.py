@@ -143,7 +143,7 @@ def _poisson_step_pairs(sampler, provider, data, index, num_slots: int):
     def step_pairs(words, chain_state, cursor, state, t, z):
         x, xp = state.position, state.neighbour_position
         sum_d, sum_n, hits = poisson_sums(sampler, provider, data, index, num_slots, words, t, x, xp)
-        scale = (1.0 / jnp.asarray(sampler.batching.rate)).astype(x.dtype)
+        scale = sampler.batching.scale(x.dtype)
         grad_d = jax.vmap(provider.prior_grad)(x) + scale * sum_d
         grad_n = jax.vmap(provider.prior_grad)(xp) + scale * sum_n
         return update(state, t, z, grad_d, grad_n, scale * hits), cursor

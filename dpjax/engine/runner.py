@@ -262,7 +262,7 @@ def run_pairs(
     load_checkpoint: Callable[[], Optional[dict]] = lambda: None,
     save_checkpoint: Callable[[dict], None] = lambda arrays: None,
     progress: Optional[Callable[[int], None]] = None,
-    engine: str = "auto",
+    engine: "str | EnginePlan" = "auto",
     unroll: Optional[int] = None,
 ) -> Recording:
     """Run ``num_pairs`` coupled pairs for ``num_steps`` steps, recording at ``record_steps``
@@ -272,9 +272,12 @@ def run_pairs(
     fold_in(pair key, 2). load_checkpoint: returns a checkpoint dict (keys
     :data:`CHECKPOINT_KEYS`) or None, called on the leader only. save_checkpoint: called on the
     leader with such a dict every ``checkpoint_every`` steps. progress: called with each step count done.
+    engine: a name of :data:`ENGINES`, or the :class:`EnginePlan` that :func:`plan_engine` made for
+    this model, pair and sampler (a caller that checked the choice early passes it, so the model
+    is not asked the same questions twice).
     """
     dtype = jnp.dtype(dtype)
-    plan = plan_engine(engine, model, pair, sampler)
+    plan = engine if isinstance(engine, EnginePlan) else plan_engine(engine, model, pair, sampler)
     # float32 chains on a GPU: at XLA's default precision float32 dot products (a model's
     # x @ theta, the loss's <Delta, z>) may run on TF32 units with 10-bit mantissas: the likely
     # cause of float32 path losses 4% (relative) off the Pallas kernel's on an H100. A chain's

@@ -256,6 +256,10 @@ class Poisson(BatchingScheme):
     def steps_per_epoch(self, num_slots):
         return math.ceil(1.0 / self.rate)
 
+    def scale(self, dtype=None) -> jax.Array:
+        """1 / rate in ``dtype`` (default: JAX's default float): what makes the batch sum unbiased."""
+        return (1.0 / jnp.asarray(self.rate)).astype(_float_dtype() if dtype is None else dtype)
+
     def chunk(self, words, step, num_slots: int, first, size: int, last) -> tuple[Batch, jax.Array]:
         """The members that gap words ``first`` .. ``first + size - 1`` of step ``step`` mark (in
         slot order), as a gathered :class:`Batch` of ``size`` slots (weight 0 past the last
@@ -267,7 +271,7 @@ class Poisson(BatchingScheme):
         sums = _partial_sums(last, gaps, num_slots)
         valid = sums < num_slots
         w = valid.astype(_float_dtype())
-        return Batch(jnp.where(valid, sums, 0), w, (1.0 / jnp.asarray(self.rate)).astype(w.dtype)), sums[-1]
+        return Batch(jnp.where(valid, sums, 0), w, self.scale(w.dtype)), sums[-1]
 
     def batch(self, words, state, step, num_slots):
         capacity = min(num_slots, DENSE_CHUNK)
@@ -283,7 +287,7 @@ class Poisson(BatchingScheme):
 
         _, _, w = jax.lax.while_loop(more, next_chunk, (jnp.int32(0), jnp.int32(-1), jnp.zeros((num_slots,), _float_dtype())))
         w = rng.computed_once(w, step)
-        return Batch(jnp.arange(num_slots, dtype=jnp.int32), w, (1.0 / jnp.asarray(self.rate)).astype(w.dtype))
+        return Batch(jnp.arange(num_slots, dtype=jnp.int32), w, self.scale(w.dtype))
 
 
 def _partial_sums(last, gaps: jax.Array, num_slots: int) -> jax.Array:
