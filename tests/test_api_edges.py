@@ -170,32 +170,33 @@ def test_wide_bracket_falls_back_on_rdp():
     assert float(curve.epsilon(delta)) >= acc.get_epsilon(delta) * 0.99
 
 
+def _loads_nothing_heavy(statement: str, then: str) -> None:
+    """Run ``statement`` in a fresh interpreter: JAX, scipy and pandas must not be loaded by it;
+    ``then`` (code using what it imported) must run after."""
+    import subprocess
+    import sys
+
+    code = (f"import sys; {statement}; heavy = [m for m in ('jax', 'scipy', 'pandas') if m in sys.modules]; "
+            f"assert not heavy, heavy; {then}; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_import_accountants_is_lazy():
     """Issue 38, item 8: `import dpjax.accountants` took 2.4 s (JAX, scipy and the PLD machinery
     at import); every name is now loaded on first use. Checked by what is loaded (deterministic),
     not by a clock; BENCHMARKS.md has the timings."""
-    import subprocess
-    import sys
-
-    code = ("import sys, dpjax.accountants as a; heavy = [m for m in ('jax', 'scipy', 'pandas') if m in sys.modules]; "
-            "assert not heavy, heavy; from dpjax.accountants import pld_curve, calibrate_steps, PrivacyCurve; "
-            "assert set(a.__all__) <= set(dir(a)); print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    _loads_nothing_heavy("import dpjax.accountants as a",
+                         "from dpjax.accountants import pld_curve, calibrate_steps, PrivacyCurve; assert set(a.__all__) <= set(dir(a))")
 
 
 def test_import_audit_is_lazy():
     """Issue 38, item 8: `import dpjax.audit` took 2.8 s (JAX, pandas and scipy at import, where
     `import jax` alone takes 1.3 s on the 2-core CPU); what an audit runs on is now loaded by its
     first call, and the re-exported names still resolve."""
-    import subprocess
-    import sys
-
-    code = ("import sys, dpjax.audit as a; heavy = [m for m in ('jax', 'scipy', 'pandas') if m in sys.modules]; "
-            "assert not heavy, heavy; from dpjax.audit import audit, AuditReport, CoupledResult, run_coupled; "
-            "assert callable(run_coupled) and 'jax' in sys.modules; print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    _loads_nothing_heavy("import dpjax.audit as a",
+                         "from dpjax.audit import audit, AuditReport, CoupledResult, run_coupled; "
+                         "assert callable(run_coupled) and 'jax' in sys.modules")
 
 
 def test_fallback_orders_are_the_rdp_accountants():
