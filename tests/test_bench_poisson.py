@@ -20,7 +20,7 @@ def _args(module, **values):
 def test_poisson_bench_reports_both_sides_of_the_ratio():
     out = poisson.run(_args(poisson, workloads="numpyro", chains=4, steps=2, repeats=2))
     (row,) = out["rows"]
-    assert row["rate"] == 32 / 500 and row["batch_size"] == 32
+    assert row["sampling_rate"] == 32 / 500 and row["batch_size"] == 32
     assert row["uniform_pair_steps_per_s"] > 0 and row["poisson_pair_steps_per_s"] > 0
     assert np.isfinite(row["poisson_over_uniform"]) and row["poisson_over_uniform"] > 0
 

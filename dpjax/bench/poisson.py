@@ -75,7 +75,7 @@ def _row(name: str, model, pair, batch_size: int, clip, *, chains: int, steps: i
             rate = baseline()
             if r >= 0:
                 times["peer"].append(rate)
-    row = {"row": name, "records": n, "batch_size": batch_size, "rate": batch_size / n, "clip_norm": clip, "engine": used, "chains": chains,
+    row = {"row": name, "records": n, "batch_size": batch_size, "sampling_rate": batch_size / n, "clip_norm": clip, "engine": used, "chains": chains,
            "steps": steps, "uniform_pair_steps_per_s": statistics.median(times["uniform"]),
            "poisson_pair_steps_per_s": statistics.median(times["poisson"]),
            "poisson_over_uniform": statistics.median(p / u for p, u in zip(times["poisson"], times["uniform"]))}
