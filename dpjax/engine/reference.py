@@ -151,9 +151,9 @@ def _poisson_step_pairs(sampler, provider, data, index, num_slots: int):
     return step_pairs
 
 
-@functools.partial(jax.jit, static_argnames=("provider", "num_slots", "unroll", "pair_block", "normals_once"))
+@functools.partial(jax.jit, static_argnames=("provider", "num_slots", "unroll", "pair_block", "normals_once", "mesh"))
 def advance(sampler, data, index, words, chain_state, state: PairState, start, count, *, provider, num_slots: int, unroll: int,
-            pair_block: Optional[int] = None, normals_once: bool = True) -> PairState:
+            pair_block: Optional[int] = None, normals_once: bool = True, mesh=None) -> PairState:
     """Steps start, ..., start + count - 1 of every pair (``words``, ``chain_state``: (K, ...)).
 
     One loop over groups of consecutive steps on the absolute grid of multiples of the group
@@ -177,10 +177,21 @@ def advance(sampler, data, index, words, chain_state, state: PairState, start, c
     (cyclic SGLD, d = 1: 1.7x the pair-steps/s). False for steps that read every record, where
     the draws are a sliver of the work and the write costs more than it saves (0.7x for ULA on
     the general path). Changes no word; the draws' float arithmetic may round differently.
+
+    ``mesh`` with several devices on its "chains" axis (the pairs' leading axis sharded over it):
+    each device advances its own pairs (``jax.shard_map``), so a step holds no collective. Left
+    to the partitioner, a Poisson step's overflow rounds (:func:`poisson_sums`), which pick the
+    overflowing pairs of the whole block, would gather pairs across devices at every step; per
+    device they pick among its own pairs. The members, hence the numbers, are the same (tested).
     """
+    run = functools.partial(_advance, provider=provider, num_slots=num_slots, unroll=unroll, pair_block=pair_block, normals_once=normals_once)
+    if mesh is not None and mesh.size > 1:
+        from jax.sharding import PartitionSpec as P
+
+        pairs = P("chains")
+        run = jax.shard_map(run, mesh=mesh, in_specs=(P(), P(), P(), pairs, pairs, pairs, P(), P()), out_specs=pairs, check_vma=False)
     with rng.wide_products():
-        return _advance(sampler, data, index, words, chain_state, state, start, count, provider=provider, num_slots=num_slots, unroll=unroll,
-                        pair_block=pair_block, normals_once=normals_once)
+        return run(sampler, data, index, words, chain_state, state, start, count)
 
 
 def _advance(sampler, data, index, words, chain_state, state, start, count, *, provider, num_slots, unroll, pair_block, normals_once):

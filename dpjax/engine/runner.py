@@ -310,7 +310,7 @@ def _run(seed, plan: EnginePlan, pair, sampler, num_pairs, num_steps, steps, ini
 
     loop = xla_loop_options(provider, sampler, num_devices, padded, n, dim, dtype)
     xla_advance = lambda st, start, count: reference.advance(sampler_arg, data, index_arg, keys.words, keys.batching, st, start, count, provider=provider,
-                                                             num_slots=n, unroll=unroll, **loop)
+                                                             num_slots=n, unroll=unroll, mesh=mesh, **loop)
     advance = xla_advance
     zero = jnp.asarray(0, jnp.int32)
     if path in ("pallas", "pallas-glm"):
