@@ -18,11 +18,13 @@ def _args(module, **values):
 
 
 def test_poisson_bench_reports_both_sides_of_the_ratio():
-    out = poisson.run(_args(poisson, workloads="numpyro", chains=4, steps=2, repeats=2))
-    (row,) = out["rows"]
-    assert row["sampling_rate"] == 32 / 500 and row["batch_size"] == 32
-    assert row["uniform_pair_steps_per_s"] > 0 and row["poisson_pair_steps_per_s"] > 0
-    assert np.isfinite(row["poisson_over_uniform"]) and row["poisson_over_uniform"] > 0
+    out = poisson.run(_args(poisson, workloads="numpyro,batched", chains=4, steps=2, repeats=2))
+    recognised, batched = out["rows"]
+    assert (recognised["engine"], batched["engine"]) == ("glm", "batched")  # the general path has its own row
+    for row in (recognised, batched):
+        assert row["sampling_rate"] == 32 / 500 and row["batch_size"] == 32
+        assert row["uniform_pair_steps_per_s"] > 0 and row["poisson_pair_steps_per_s"] > 0
+        assert np.isfinite(row["poisson_over_uniform"]) and row["poisson_over_uniform"] > 0
 
 
 def test_real_data_bench_reports_the_band_and_its_cost():

@@ -239,7 +239,7 @@ def test_a_pairs_numbers_do_not_depend_on_chunk_size_or_number_of_pairs(monkeypa
 
 
 def test_poisson_capacity():
-    assert poisson_capacity(10_000, 0.0128) == 152  # 128 + 2 * 11.2 + 1 = 151.4 -> 152
+    assert poisson_capacity(10_000, 0.0128) == 144  # 128 + 11.2 + 1 = 140.2 -> 144
     assert poisson_capacity(20, 0.9) == 20
     assert poisson_capacity(1, 1e-9) == 1
 

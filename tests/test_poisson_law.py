@@ -156,13 +156,13 @@ def test_positions_do_not_overflow_int32():
 
 
 def test_capacities_are_speed_settings_with_stated_overflow():
-    # the first chunk (mean + 2 sd + 1, a multiple of 8) overflows with at most the normal tail at
-    # 2 sd (binomial tails stated with 30% slack); one further chunk (2 sd, at least 8) almost
+    # the first chunk (mean + 1 sd + 1, a multiple of 8) overflows with at most the normal tail at
+    # 1 sd (binomial tails stated with 30% slack); one further chunk (2 sd, at least 8) almost
     # always ends the batch
     for n, q in ((10_000, 0.0128), (500, 0.064), (100_000, 0.00128), (455, 0.07)):
         m, extra = poisson_capacity(n, q), poisson_overflow_capacity(n, q)
         assert m % 8 == 0 and extra % 8 == 0
-        assert stats.binom.sf(m, n, q) < 1.3 * stats.norm.sf(2.0)
+        assert stats.binom.sf(m, n, q) < 1.3 * stats.norm.sf(1.0)
         assert stats.binom.sf(m + extra, n, q) < 1e-3
     assert poisson_capacity(20, 0.9) == 20 and poisson_capacity(1, 1e-9) == 1
 

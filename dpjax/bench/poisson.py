@@ -19,6 +19,9 @@ the engine path ``auto`` picks for it:
 * ``numpyro``: a numpyro linear regression (5 features, n = 500, b = 32, clipped at 1) through
   :func:`dpjax.models.from_numpyro` (the general batched path, or the GLM path when the engine
   recognises it);
+* ``batched``: the same numpyro regression on the general batched path (``engine="batched"``:
+  autodiff of the model's log density over the gathered batch, what a model the engine does
+  not recognise as a GLM takes, e.g. an MLP);
 * ``quadratic``: Bayesian linear regression d = 5, n = 1e4, b = 128, clipped at 1, on the
   quadratic path (``engine="quadratic"``; ``auto`` takes the GLM path for it at this d).
 
@@ -34,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-WORKLOADS = ("logistic", "numpyro", "quadratic")
+WORKLOADS = ("logistic", "numpyro", "batched", "quadratic")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,9 +138,10 @@ def numpyro_linear_regression(n: int = 500, features: int = 5, seed: int = 0):
     return model, pair
 
 
-def _numpyro_row(args) -> dict:
+def _numpyro_row(args, engine: str = "auto") -> dict:
     model, pair = numpyro_linear_regression()
-    return _row("numpyro linear regression n=500", model, pair, 32, 1.0, chains=args.chains, steps=args.steps, repeats=args.repeats, step_size=1e-3)
+    name = "numpyro linear regression n=500" + ("" if engine == "auto" else f" ({engine} path)")
+    return _row(name, model, pair, 32, 1.0, chains=args.chains, steps=args.steps, repeats=args.repeats, step_size=1e-3, engine=engine)
 
 
 def _quadratic_row(args) -> dict:
@@ -166,6 +170,8 @@ def run(args) -> dict:
         rows += _logistic_rows(args)
     if "numpyro" in chosen:
         rows.append(_numpyro_row(args))
+    if "batched" in chosen:
+        rows.append(_numpyro_row(args, engine="batched"))
     if "quadratic" in chosen:
         rows.append(_quadratic_row(args))
     return {"backend": jax.default_backend(), "device": str(jax.devices()[0]), "rows": rows}

@@ -82,16 +82,16 @@ def _chunk_sums(sampler, provider, data, index, num_slots: int, words, step, x, 
 
 def overflow_pairs(num_pairs: int) -> int:
     """Pairs whose batch overflowed the first chunk that one round of :func:`poisson_sums` serves:
-    8 + K / 16 (a first chunk of mean + 2 sd overflows for at most 2.3% of pairs, so one round
-    serves a step's overflows with high probability; more rounds run when needed)."""
-    return min(num_pairs, 8 + num_pairs // 16)
+    8 + K / 8 (a first chunk of mean + 1 sd overflows for about 16% of pairs, so a step takes
+    one or two rounds; more run when needed)."""
+    return min(num_pairs, 8 + num_pairs // 8)
 
 
 def poisson_sums(sampler, provider, data, index, num_slots: int, words, step, x, xp):
     """The data sums of step ``step``'s Poisson batch for K pairs (leading axis of ``words``,
     ``x``, ``xp``) on D at x and on D' at xp, and each pair's hits of the differing slot.
 
-    Every pair takes the members of its first ``provider.capacity`` gap words (mean + 2 sd,
+    Every pair takes the members of its first ``provider.capacity`` gap words (mean + 1 sd,
     :func:`.gradients.poisson_capacity`) in one vmapped gather. A pair whose batch has members
     beyond them (its last partial sum below n - 1) is rare, so rather than run a second chunk for
     every pair (what a loop under vmap does), the overflowing pairs are gathered, up to
