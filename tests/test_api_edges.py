@@ -6,7 +6,8 @@
 * group_profile refuses None / NaN deltas (they came out as delta 0: pure DP);
 * self_compose refuses (or answers) at once for absurd counts, and agrees with pld_curve;
 * expected_certified_bound refuses NaN / negative mu and non-counts of pairs;
-* calibrate_steps answers or refuses within 10 s, and never on a grid whose optimistic side is 0;
+* calibrate_steps answers or refuses within 10 s (from the central-limit estimate of the answer,
+  its guarantee kept), and never on a grid whose optimistic side is 0;
 * a wide PLD bracket falls back on the RDP bound (dp_accounting's value independent of both).
 """
 from __future__ import annotations
@@ -148,6 +149,30 @@ def test_calibrate_steps_refuses_within_10_s():
     # 5 s alone on the 2-core CPU (mostly compilation), 18-30 s while other test runs share
     # it; today's code ran past 120 s. The bound that does not depend on the load: the caps
     assert time.perf_counter() - t0 < 90.0
+
+
+def test_calibrate_steps_from_the_central_limit_start_keeps_its_guarantee():
+    """Issue 38, item 7: the PLD steps search starts at the central-limit estimate of the
+    answer instead of walking from steps = 1 (a first calibration took 7-35 s, compiling
+    programs for far-off step counts). The start decides nothing: each answer's eps, asked
+    afresh, meets the target and the next step count's exceeds it, and dp_accounting's PLD
+    (pessimistic, same grid) agrees with the answer's eps; a target that even one step
+    exceeds is still refused as such, and the issue's input still refused (test above)."""
+    from dpjax.accountants import pld_epsilons
+
+    values = []
+    for target, delta, sigma, q in ((1.0, 1e-6, 5.0, 0.01), (2.0, 1e-5, 1.0, 0.1)):  # estimate 13,729 / 14.6
+        res = calibrate_steps(target, delta, sigma, q)
+        values.append(res.value)
+        assert pld_epsilons(sigma, q, res.value, delta).epsilon <= target < pld_epsilons(sigma, q, res.value + 1, delta).epsilon
+        assert res.rejected == res.value + 1 and res.value_discretization_interval == 1e-4
+        dp_accounting = pytest.importorskip("dp_accounting")
+        acc = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
+        acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), int(res.value))
+        assert acc.get_epsilon(delta) == pytest.approx(res.epsilon, rel=1e-3)
+    assert values == [13631, 2]  # as the search from steps = 1 found them (17b6ddb)
+    with pytest.raises(ValueError, match="even steps=1 exceeds target_epsilon"):  # estimate 1.1 steps
+        calibrate_steps(0.5, 1e-8, 0.8, 0.05)
 
 
 def test_wide_bracket_falls_back_on_rdp():
