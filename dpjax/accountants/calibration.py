@@ -826,7 +826,36 @@ def calibrate_steps(
             err = _explain(_Limit("always meets", i, str(max_steps)), problem, acc, target, d,
                            _fixed_text({"noise_multiplier": s, "sampling_rate": q}, target.shape, i))
             raise ValueError(f"{err} (the RDP accountant's upper bound certifies it: eps = {rdp_eps[0]:.4g} at max_steps)")
+        unresolved = _unresolved_below_start(problem, acc, target)
+        if unresolved is not None:
+            raise _explain(unresolved, problem, acc, target, d, _fixed_text({"noise_multiplier": s, "sampling_rate": q},
+                                                                            target.shape, unresolved.index))
     return _calibrate(problem, acc, shape, target, d, {"noise_multiplier": s, "sampling_rate": q})
+
+
+def _unresolved_below_start(problem: _Problem, acc: _Accountant, target) -> Optional[_Limit]:
+    """The refusal the search would end in, known at its start: where the start's pessimistic
+    eps exceeds the target (the answer lies below it) and its optimistic eps is 0 on the asked
+    grid, every step count below has an optimistic eps of 0 too (it does not fall as steps are
+    added), so the answer's check (:func:`_solve`: an optimistic eps of 0 is a grid that
+    resolves nothing at this delta) refuses whatever the search finds. Refused here, before a
+    walk down whose PLDs compile programs of their own (issue 38's ``calibrate_steps(1, 1e-5,
+    1000.0, 0.01)``: start 7.2e8 steps, refusal at 8.1e7 after 8-14 s; the same error). Asks
+    one PLD evaluation at the start, which the search's first one repeats from compiled
+    programs. None where nothing is known yet."""
+    idx = np.arange(target.size)
+    base = np.full(idx.size, acc.grid)
+    pess, used = problem.eps_of(problem.value(np.log(problem.guess)), idx, base)
+    above = np.flatnonzero(np.isfinite(pess) & (pess > target) & (used == base))
+    if not above.size:
+        return None
+    acc.optimistic = True
+    try:
+        opt, _ = problem.eps_of(problem.value(np.log(problem.guess[above])), idx[above], base[above])
+    finally:
+        acc.optimistic = False
+    zero = above[opt == 0]
+    return _Limit("resolution", int(zero[0]), f"{acc.grid:g}:inf") if zero.size else None
 
 
 def _pld_steps_start(problem: _Problem, target, delta, sigma, q) -> _Problem:
