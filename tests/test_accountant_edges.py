@@ -205,8 +205,8 @@ def test_random_configurations_against_dp_accounting(count):
         sel = np.flatnonzero(which == j)
         if not sel.size:
             continue
-        ours, _ = pld_epsilons(sigma[sel], q[sel], steps[sel].astype(np.int64), float(d), value_discretization_interval=h,
-                               optimistic=False)
+        ours = pld_epsilons(sigma[sel], q[sel], steps[sel].astype(np.int64), float(d), value_discretization_interval=h,
+                            optimistic=False).epsilon
         for i, e in zip(sel, ours):
             theirs_opt = dp_accounting_eps(sigma[i], q[i], steps[i], d, h, pessimistic=False)
             theirs_pess = dp_accounting_eps(sigma[i], q[i], steps[i], d, h)
@@ -252,7 +252,7 @@ def _check_answer(res, kind, fixed, options):
             if res.accountant == "rdp":
                 return float(noisy_sgd_curve(float(a["noise_multiplier"]), float(a["sampling_rate"]), int(a["steps"])).epsilon(deltas[i]))
             return float(pld_epsilons(float(a["noise_multiplier"]), float(a["sampling_rate"]), int(a["steps"]), float(deltas[i]),
-                                      value_discretization_interval=float(grids[i]), optimistic=False)[0])
+                                      value_discretization_interval=float(grids[i]), optimistic=False).epsilon)
 
         assert eps(values[i]) <= targets[i]
         if not np.isnan(rejected[i]):

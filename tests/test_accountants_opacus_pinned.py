@@ -45,7 +45,8 @@ def test_rdp_epsilon_and_order_equal_opacus_at_its_orders(config):
 def test_pld_bracket_is_consistent_with_opacus_prv_bound():
     configs = list(OPACUS)
     sigma, q, steps = (np.array([c[i] for c in configs]) for i in range(3))
-    pess, opt = pld_epsilons(sigma, q, steps.astype(int), DELTA)
+    res = pld_epsilons(sigma, q, steps.astype(int), DELTA)
+    pess, opt = res.epsilon, res.optimistic_epsilon
     for j, config in enumerate(configs):
         upper = OPACUS[config][2]
         # two certified statements about one true eps: opt <= eps <= upper and eps >= upper - 2 eps_error

@@ -289,11 +289,11 @@ def test_pld_noise_search_starts_at_the_rdp_answer(monkeypatch):
     assert min(evaluated) >= res.value / 2
     monkeypatch.undo()
     for noise, meets in ((res.value, True), (res.rejected, False)):  # eps queries as the search makes them
-        eps = float(pld_epsilons(noise, 0.001, 25, 1e-5, value_discretization_interval=1e-3, optimistic=False)[0])
+        eps = float(pld_epsilons(noise, 0.001, 25, 1e-5, value_discretization_interval=1e-3, optimistic=False).epsilon)
         assert (eps <= 1.0) == meets
     # where the RDP accountant does not apply (replace-one, q < 1) the search starts from the zCDP guess
     one = calibrate_noise_multiplier(1.0, 1e-5, 0.01, 100, adjacency="replace-one", rtol=1e-4, pld_options=options)
-    eps = pld_epsilons(one.value, 0.01, 100, 1e-5, adjacency="replace-one", value_discretization_interval=1e-3, optimistic=False)[0]
+    eps = pld_epsilons(one.value, 0.01, 100, 1e-5, adjacency="replace-one", value_discretization_interval=1e-3, optimistic=False).epsilon
     assert float(eps) <= 1.0
 
 

@@ -116,10 +116,11 @@ def test_bench_startup_measures_fresh_processes(capsys):
 
     for name, task in startup.TASKS.items():
         compile(startup._COUNT_COMPILES + task + startup._REPORT, name, "exec")
-    assert set(startup.TASKS) == {"pld_curve(1.0, 0.05, 300)", "calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000)",
-                                  "reproduce breast-cancer-audit --quick"}
     assert startup._TASK_FLAGS == {"pld": "pld_curve(1.0, 0.05, 300)", "calibrate": "calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000)",
-                                   "audit": "reproduce breast-cancer-audit --quick"}
+                                   "audit": "reproduce breast-cancer-audit --quick",
+                                   "steps": "calibrate_steps(1.0, 1e-5, 1.0, 0.01)",
+                                   "steps-refused": "calibrate_steps(1, 1e-5, 1000.0, 0.01), refused"}
+    assert set(startup.TASKS) == set(startup._TASK_FLAGS.values()) and set(startup._IN_ALL) == {"pld", "calibrate", "audit"}
     assert main(["bench", "startup", "--json", "--tasks", "help", "--help-repeats", "1"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["python -c pass (s)"] > 0 and out["dpjax --help (s)"] > 0

@@ -23,7 +23,7 @@ from dpjax.accountants.samplers import shifted_interpolation as si
 
 def _si_mu(eta, sigma, T, n, delta_g, big, small=0.0, **kw):
     return float(last_iterate_gdp_mu(eta, sigma, T, dataset_size=n, gradient_sensitivity=delta_g, smoothness=big,
-                                     strong_convexity=small, **kw)["shifted-interpolation"])
+                                     strong_convexity=small, **kw).shifted_interpolation)
 
 
 def _exact_ula_mu(eta, sigma, T, n, delta_g, h):
@@ -55,9 +55,9 @@ def test_one_step_is_the_gaussian_mechanism_for_every_method():
         mus = last_iterate_gdp_mu(0.1, 2.0, 1, dataset_size=20, gradient_sensitivity=3.0, smoothness=1.0,
                                   strong_convexity=0.5, diameter=4.0, batching=batching, batch_size=b)
         one_use = 3.0 / ((20 if b is None else b) * 2.0)
-        assert float(mus["shifted-interpolation"]) == pytest.approx(one_use, rel=1e-12)
-        if mus["composition"] is not None:
-            assert float(mus["composition"]) == pytest.approx(one_use, rel=1e-12)
+        assert float(mus.shifted_interpolation) == pytest.approx(one_use, rel=1e-12)
+        if mus.composition is not None:
+            assert float(mus.composition) == pytest.approx(one_use, rel=1e-12)
         curve = last_iterate_curve(0.1, 2.0, 1, dataset_size=20, gradient_sensitivity=3.0, smoothness=1.0,
                                    strong_convexity=0.5, batching=batching, batch_size=b)
         tight = analytic_gaussian_epsilon(one_use, 1e-5)
@@ -78,10 +78,10 @@ def test_no_free_lunch_without_curvature_or_diameter():
     """m = 0, K = R^d, full batch: nothing beats composition, and the linear loss attains it."""
     for T in (1, 10, 1000, 10**6):
         mus = last_iterate_gdp_mu(0.2, 1.5, T, dataset_size=50, gradient_sensitivity=1.0, smoothness=0.0)
-        assert float(mus["shifted-interpolation"]) == pytest.approx(float(mus["composition"]), rel=1e-9)
+        assert float(mus.shifted_interpolation) == pytest.approx(float(mus.composition), rel=1e-9)
         linear = si.exact_quadratic_mu(0.2, 1.5, T, dataset_size=50, gradient_sensitivity=1.0, curvature=0.0) if T <= 10**5 else None
         if linear is not None:
-            assert linear == pytest.approx(float(mus["composition"]), rel=1e-9)
+            assert linear == pytest.approx(float(mus.composition), rel=1e-9)
         auto = last_iterate_curve(0.2, 1.5, T, dataset_size=50, gradient_sensitivity=1.0, smoothness=0.0)
         comp = last_iterate_curve(0.2, 1.5, T, dataset_size=50, gradient_sensitivity=1.0, smoothness=0.0, method="composition")
         assert float(auto.epsilon(1e-6)) == pytest.approx(float(comp.epsilon(1e-6)), rel=1e-12)
@@ -150,7 +150,7 @@ def test_shuffled_bound_never_below_the_exact_mixture(n, E, c):
                                batching="shuffled", batch_size=1, method="shifted-interpolation")
     for delta in (1e-2, 1e-5):
         exact_eps = _shuffled_exact_epsilon(n, E, c, delta)
-        worst = float(li.gdp_epsilon(mus["shifted-interpolation"], delta))
+        worst = float(li.gdp_epsilon(mus.shifted_interpolation, delta))
         averaged = float(curve.epsilon(delta))  # the position mixture of the last epoch
         assert worst >= exact_eps - 1e-9 and averaged >= exact_eps - 1e-9
         assert averaged <= worst + 1e-12

@@ -111,7 +111,7 @@ def test_cyclic_sampler_bound_never_below_the_exact_law():
     worst = 0.0
     for index in range(5):
         pair = replace_one(ds, index, {"x": np.array([x[index] + 0.8])})
-        mu = float(last_iterate_gdp_mu(**_kw(describe_run(model, pair, sampler, steps), steps))["shifted-interpolation"])
+        mu = float(last_iterate_gdp_mu(**_kw(describe_run(model, pair, sampler, steps), steps)).shifted_interpolation)
         maps = []
         for t in range(steps):  # position t mod 5 holds record t mod 5 (cyclic with the identity order)
             i = t % 5

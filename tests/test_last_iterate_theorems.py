@@ -83,14 +83,14 @@ def test_never_below_the_shifted_interpolation_bound_on_a_grid():
     n = np.round(10 ** rng.uniform(0, 6, k)).astype(np.int64)
     sigma = 10 ** rng.uniform(-2, 2, k)
     common = dict(dataset_size=n, gradient_sensitivity=2.0, smoothness=big, strong_convexity=small)
-    mu = last_iterate_gdp_mu(eta, sigma, T, **common)["shifted-interpolation"]
+    mu = last_iterate_gdp_mu(eta, sigma, T, **common).shifted_interpolation
     bound = last_iterate_curve(eta, sigma, T, method=CYS, **common).rdp
     si_rdp = DEFAULT_ORDERS * (mu**2)[:, None] / 2.0
     assert np.all(bound >= si_rdp * (1 - 1e-10))
     # a projection (diameter D) only lowers shifted interpolation; the theorem's value ignores D
     mu_d = last_iterate_gdp_mu(eta[:500], sigma[:500], T[:500], dataset_size=n[:500], gradient_sensitivity=2.0,
                                smoothness=big[:500], strong_convexity=small[:500],
-                               diameter=10 ** rng.uniform(-3, 3, 500))["shifted-interpolation"]
+                               diameter=10 ** rng.uniform(-3, 3, 500)).shifted_interpolation
     assert np.all(mu_d <= mu[:500] * (1 + 1e-12))
     # the proof's tight corner: T = 1 with eta m -> 1 (ratio 4 (1 - e^{-1/2}) = 1.574)
     one = last_iterate_curve(0.999, 1.0, 1, dataset_size=1, gradient_sensitivity=1.0, smoothness=1.0, strong_convexity=1.0,
@@ -103,7 +103,7 @@ def test_auto_is_unchanged_by_the_dominated_bound_and_never_above_it():
     common = dict(dataset_size=1000, gradient_sensitivity=2.0, smoothness=1.0, strong_convexity=0.05)
     auto = last_iterate_curve(0.1, 1.0, steps, **common)
     theorem = last_iterate_curve(0.1, 1.0, steps, method=CYS, **common)
-    mu = last_iterate_gdp_mu(0.1, 1.0, steps, **common)["shifted-interpolation"]
+    mu = last_iterate_gdp_mu(0.1, 1.0, steps, **common).shifted_interpolation
     assert np.all(auto.rdp <= theorem.rdp)
     assert np.allclose(auto.rdp, DEFAULT_ORDERS * (mu**2)[:, None] / 2.0, rtol=1e-12)
     assert np.all(auto.epsilon(1e-5) <= theorem.epsilon(1e-5))

@@ -188,7 +188,8 @@ def test_many_subsampled_steps_match_dp_accounting():
     from dp_accounting.pld import pld_privacy_accountant
 
     sigma, q, steps = np.array([1.1, 2.5]), np.array([0.01, 0.08]), np.array([1000, 1900])
-    pess, opt = pld_epsilons(sigma, q, steps, DELTA)
+    res = pld_epsilons(sigma, q, steps, DELTA)
+    pess, opt = res.epsilon, res.optimistic_epsilon
     for i in range(sigma.size):
         acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
         acc.compose(dpa.PoissonSampledDpEvent(float(q[i]), dpa.GaussianDpEvent(float(sigma[i]))), int(steps[i]))

@@ -46,7 +46,8 @@ def test_poisson_subsampled_gaussian_against_prv_accountant():
     q = np.exp(rng.uniform(math.log(1e-3), math.log(0.1), n))
     sigma = rng.uniform(0.8, 3.0, n)
     steps = np.exp(rng.uniform(0.0, math.log(300.0), n)).astype(int)
-    pess, opt = pld_epsilons(sigma, q, steps, DELTA)
+    res = pld_epsilons(sigma, q, steps, DELTA)
+    pess, opt = res.epsilon, res.optimistic_epsilon
     for i in range(n):
         mech = prv.PoissonSubsampledGaussianMechanism(noise_multiplier=float(sigma[i]), sampling_probability=float(q[i]))
         check(prv_bracket(mech, steps[i]), float(opt[i]), float(pess[i]))
@@ -54,5 +55,6 @@ def test_poisson_subsampled_gaussian_against_prv_accountant():
 
 @pytest.mark.parametrize("scale,steps", [(2.0, 10), (1.0, 3)])
 def test_composed_laplace_against_prv_accountant(scale, steps):
-    pess, opt = pld_epsilons(scale, 1.0, steps, DELTA, mechanism="laplace")
+    res = pld_epsilons(scale, 1.0, steps, DELTA, mechanism="laplace")
+    pess, opt = res.epsilon, res.optimistic_epsilon
     check(prv_bracket(prv.LaplaceMechanism(mu=1.0 / scale), steps), float(opt), float(pess))

@@ -227,7 +227,10 @@ def epsilon_axis(ax, values: Iterable[float], axis: str = "y") -> None:
 # the per-result presentations (they import the primitives above)
 from .audit import audit_figure, audit_summary, verdict_word  # noqa: E402
 from .coupled import coupled_figure, coupled_summary  # noqa: E402
-from .curves import curve_figure, curve_summary, loss_profile_figure, loss_profile_summary, renyi_figure, renyi_summary  # noqa: E402
+from .curves import (  # noqa: E402
+    curve_figure, curve_summary, last_iterate_gdp_summary, loss_profile_figure, loss_profile_summary, pld_epsilons_summary,
+    renyi_figure, renyi_summary,
+)
 from .estimates import (  # noqa: E402
     contamination_figure,
     contamination_summary,

@@ -149,3 +149,43 @@ def loss_profile_figure(r):
     return fig
 
 
+
+
+def _values(x, digits: int = 4) -> str:
+    """A number, or a batch as ``[a, b, ..., z] (n values)``."""
+    arr = np.asarray(x, dtype=float)
+    return fmt(arr, digits) if arr.ndim == 0 else fmt_array(arr, digits, limit=5)
+
+
+def _batch_text(x) -> str:
+    shape = np.shape(x)
+    return "1 configuration" if shape == () else f"{int(np.prod(shape))} configurations, shape {shape}"
+
+
+def pld_epsilons_summary(r, width: int = WIDTH) -> str:
+    """:class:`~dpjax.accountants.composition.pld_bracket.PLDEpsilons`: both sides, the delta, the grid."""
+    opt = np.asarray(r.optimistic_epsilon, dtype=float)
+    lower = ("not computed (optimistic=False)" if opt.size and bool(np.all(np.isnan(opt)))
+             else _values(opt) + " (never above the truth)")
+    return "\n".join([
+        truncate(f"PLDEpsilons at delta = {fmt(r.delta)}: {_batch_text(r.epsilon)}; PLD accountant, grid "
+                 f"{fmt(r.value_discretization_interval)} nats", width),
+        truncate(f"  epsilon (pessimistic, an upper bound): {_values(r.epsilon)}", width),
+        truncate(f"  optimistic_epsilon: {lower}", width),
+    ])
+
+
+def last_iterate_gdp_summary(r, width: int = WIDTH, deltas: Sequence[float] = (1e-3, 1e-5, 1e-6)) -> str:
+    """:class:`~dpjax.accountants.samplers.last_iterate.LastIterateGDP`: mu of each bound, the
+    smaller one's eps at a few deltas."""
+    comp = "None (Poisson batches: not Gaussian DP)" if r.composition is None else _values(r.composition)
+    if np.ndim(r.mu) == 0:
+        eps = "   ".join(f"{fmt(r.epsilon(d))} at {fmt(d)}" for d in deltas)
+    else:
+        eps = f"{_values(r.epsilon(deltas[1]))} at {fmt(deltas[1])}"
+    return "\n".join([
+        truncate(f"LastIterateGDP: Gaussian-DP mu of the released last iterate; {_batch_text(r.shifted_interpolation)}", width),
+        truncate(f"  shifted_interpolation (Bok, Su & Altschuler 2024): mu = {_values(r.shifted_interpolation)}", width),
+        truncate(f"  composition (the whole path): mu = {comp}", width),
+        truncate(f"  eps(delta) of the smaller mu: {eps}", width),
+    ])

@@ -24,7 +24,7 @@ _PUBLIC = {
                     "dpjax.accountants.calibration"),
     **dict.fromkeys(("DEFAULT_ORDERS", "langevin_noise_multiplier", "noisy_sgd_curve"), "dpjax.accountants.composition.rdp"),
     "DiscretePLD": "dpjax.accountants.composition.pld",
-    "PLDBracket": "dpjax.accountants.composition.pld_bracket",
+    **dict.fromkeys(("PLDBracket", "PLDEpsilons"), "dpjax.accountants.composition.pld_bracket"),
     **dict.fromkeys(("pld_curve", "pld_epsilons", "pld_sequence_curve"), "dpjax.accountants.composition.pld_accountant"),
     **dict.fromkeys(("rdp_to_delta", "rdp_to_epsilon", "rdp_to_epsilon_per_order", "tv_corrected_delta", "zcdp_rdp",
                      "zcdp_to_epsilon"), "dpjax.accountants.conversions"),
@@ -33,7 +33,8 @@ _PUBLIC = {
     **dict.fromkeys(("analytic_gaussian_epsilon", "gaussian_epsilon", "gaussian_rdp", "gaussian_renyi", "laplace_curve",
                      "laplace_delta", "laplace_rdp", "subsampled_gaussian_rdp"), "dpjax.accountants.mechanisms"),
     **dict.fromkeys(("exact_last_iterate_curve", "exact_last_iterate_epsilon", "exact_path_curve", "ConstantsUnavailable",
-                     "last_iterate_curve", "last_iterate_gdp_mu", "sampler_last_iterate_curve"), "dpjax.accountants.samplers"),
+                     "LastIterateGDP", "last_iterate_curve", "last_iterate_gdp_mu", "sampler_last_iterate_curve"),
+                    "dpjax.accountants.samplers"),
 }
 _SUBMODULES = ("calibration", "conversions", "curve", "fdp", "group", "mechanisms", "composition", "samplers", "posterior")
 
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # what static tools see; at run time these come from __getatt
         DEFAULT_ORDERS,
         DiscretePLD,
         PLDBracket,
+        PLDEpsilons,
         langevin_noise_multiplier,
         noisy_sgd_curve,
         pld_curve,
@@ -71,7 +73,7 @@ if TYPE_CHECKING:  # what static tools see; at run time these come from __getatt
         subsampled_gaussian_rdp,
     )
     from .samplers import exact_last_iterate_curve, exact_last_iterate_epsilon, exact_path_curve
-    from .samplers import ConstantsUnavailable, last_iterate_curve, last_iterate_gdp_mu, sampler_last_iterate_curve
+    from .samplers import ConstantsUnavailable, LastIterateGDP, last_iterate_curve, last_iterate_gdp_mu, sampler_last_iterate_curve
 
 __all__ = [
     # the curve and its algebra
@@ -105,6 +107,7 @@ __all__ = [
     "noisy_sgd_curve",
     "DiscretePLD",
     "PLDBracket",
+    "PLDEpsilons",
     "pld_curve",
     "pld_epsilons",
     "pld_sequence_curve",
@@ -114,6 +117,7 @@ __all__ = [
     "exact_path_curve",
     "last_iterate_curve",
     "last_iterate_gdp_mu",
+    "LastIterateGDP",
     "sampler_last_iterate_curve",
     "ConstantsUnavailable",
     # modules and groups

@@ -112,9 +112,10 @@ def run_pld(args) -> dict:
     t0 = time.perf_counter()
     pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h, optimistic=False)  # compiles
     first_call = time.perf_counter() - t0
-    t_pess, (eps_pess, _) = median_seconds(lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h, optimistic=False), args.repeats)
+    t_pess, pess = median_seconds(lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h, optimistic=False), args.repeats)
     pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h)  # compiles the optimistic side's shapes
-    t_bracket, (eps_hi, eps_lo) = median_seconds(lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h), args.repeats)
+    t_bracket, bracket = median_seconds(lambda: pld_epsilons(sigma, q, steps, args.delta, value_discretization_interval=h), args.repeats)
+    eps_pess, eps_hi, eps_lo = pess.epsilon, bracket.epsilon, bracket.optimistic_epsilon
     k = min(args.pld_baseline_configs, args.pld_configs)
     eps_base, per_config = dp_accounting_pld_epsilons(q[:k], sigma[:k], steps[:k], args.delta, h)
     t_base = float(np.mean(per_config)) * args.pld_configs  # a total: the mean per configuration, not the median

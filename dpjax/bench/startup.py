@@ -14,6 +14,10 @@ median over ``--repeats`` processes:
 * ``dpjax reproduce breast-cancer-audit --quick`` (issue 21's first-audit goal: data, MAP,
   accountants, 500 coupled pairs and the figure), in the same three states; its answer is the
   PLD's eps at the last step count, which the cache must not change;
+* two first ``calibrate_steps`` (issue 38: each must answer or refuse within 10 s with the
+  cache off): ``(1.0, 1e-5, 1.0, 0.01)`` (254 steps) and the issue's ``(1, 1e-5, 1000.0,
+  0.01)``, which the PLD refuses (answer recorded as 0); not in ``all``: ``--tasks steps``,
+  ``--tasks steps-refused``;
 * dp_accounting's ``PLDAccountant`` on the same DP-SGD configuration in a fresh process, as
   the peer's reference (it compiles nothing).
 
@@ -79,8 +83,33 @@ TASKS = {
             answer = json.loads((pathlib.Path(out) / "breast-cancer-audit.json").read_text())["epsilon_upper_pld"][-1]
         """
     ),
+    # issue 38 item 7: every calibration answers or refuses within 10 s. The first answers 254
+    # steps; the second is the issue's input, which the PLD refuses (its grid resolves nothing
+    # at that delta): its answer is recorded as 0, so that the three states must agree on it too
+    "calibrate_steps(1.0, 1e-5, 1.0, 0.01)": textwrap.dedent(
+        """
+        start = time.perf_counter()
+        from dpjax.accountants import calibrate_steps
+        imported = time.perf_counter()
+        answer = calibrate_steps(1.0, 1e-5, 1.0, 0.01).value
+        """
+    ),
+    "calibrate_steps(1, 1e-5, 1000.0, 0.01), refused": textwrap.dedent(
+        """
+        start = time.perf_counter()
+        from dpjax.accountants import calibrate_steps
+        imported = time.perf_counter()
+        try:
+            answer = calibrate_steps(1, 1e-5, 1000.0, 0.01).value
+        except ValueError as err:
+            if "accountant='rdp'" not in str(err):
+                raise
+            answer = 0
+        """
+    ),
 }
-_TASK_FLAGS = dict(zip(("pld", "calibrate", "audit"), TASKS))  # --tasks NAME -> the task
+_TASK_FLAGS = dict(zip(("pld", "calibrate", "audit", "steps", "steps-refused"), TASKS))  # --tasks NAME -> the task
+_IN_ALL = ("pld", "calibrate", "audit")  # what --tasks all measures (the issue-24 set)
 _REPORT = ('done = time.perf_counter()\nprint(json.dumps(dict(answer=float(answer), import_s=imported - start, call_s=done - imported, '
            'cpu_s=time.process_time(), compiles=_Count.misses)))\n')
 
@@ -142,7 +171,7 @@ def run(args) -> dict:
         result["python -c pass (s)"] = statistics.median(interpreter)
         result["dpjax --help (s)"] = statistics.median(helps)
         result["dpjax --help / python -c pass"] = statistics.median(helps) / statistics.median(interpreter)
-    chosen = list(TASKS) if args.tasks == "all" else [_TASK_FLAGS[args.tasks]] if args.tasks in _TASK_FLAGS else []
+    chosen = [_TASK_FLAGS[t] for t in _IN_ALL] if args.tasks == "all" else [_TASK_FLAGS[args.tasks]] if args.tasks in _TASK_FLAGS else []
     for name in chosen:
         script = _COUNT_COMPILES + TASKS[name] + _REPORT
         off, cold, warm = [], [], []

@@ -81,8 +81,8 @@ def paper000_rows(epochs=PAPER000_EPOCHS, delta: float = PAPER000_DELTA, margin:
     for i, e in enumerate(epochs):
         rows.append(dict(
             epoch=int(e), exact=cs.epoch_end_epsilon(problem, int(e), delta), certified_lower=PAPER000_CERTIFIED_LOWER.get(int(e)),
-            composition=float(li.gdp_epsilon(mus["composition"][i], delta)),
-            shifted_interpolation=float(li.gdp_epsilon(mus["shifted-interpolation"][i], delta)),
+            composition=float(li.gdp_epsilon(mus.composition[i], delta)),
+            shifted_interpolation=float(li.gdp_epsilon(mus.shifted_interpolation[i], delta)),
         ))
     return rows
 

@@ -11,7 +11,7 @@ concept: the discrete PLD on a grid (:mod:`.pld`), the dominating pair of one st
 from . import pld, pld_accountant, pld_bracket, pld_pairs, rdp
 from .pld import DiscretePLD
 from .pld_accountant import pld_curve, pld_epsilons, pld_sequence_curve
-from .pld_bracket import PLDBracket, compose_plds
+from .pld_bracket import PLDBracket, PLDEpsilons, compose_plds
 from .rdp import DEFAULT_ORDERS, langevin_noise_multiplier, noisy_sgd_curve
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "rdp",
     "DiscretePLD",
     "PLDBracket",
+    "PLDEpsilons",
     "compose_plds",
     "pld_curve",
     "pld_epsilons",

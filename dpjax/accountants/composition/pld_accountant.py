@@ -753,11 +753,12 @@ def pld_epsilons(
     value_discretization_interval: float = DEFAULT_INTERVAL,
     tail_mass: float = DEFAULT_TAIL,
     optimistic: bool = True,
-) -> tuple:
-    """(pessimistic, optimistic) eps at ``delta`` (a scalar) for a batch of configurations,
-    without keeping the PLDs (the fast path for many configurations: nothing but the answers
-    leaves the device). ``optimistic=False`` skips the optimistic side (NaN there), halving
-    the work when only the bound is wanted."""
+) -> "PLDEpsilons":
+    """The pessimistic and optimistic eps at ``delta`` (a scalar) for a batch of configurations,
+    as a :class:`~dpjax.accountants.composition.pld_bracket.PLDEpsilons` (``.epsilon``,
+    ``.optimistic_epsilon``), without keeping the PLDs (the fast path for many configurations:
+    nothing but the answers leaves the device). ``optimistic=False`` skips the optimistic side
+    (NaN there), halving the work when only the bound is wanted."""
     adjacency, sampling = _normalise_options(adjacency, sampling, mechanism)
     sigma, q, t, h, tail = _validate_common(noise_multiplier, sampling_rate, steps, value_discretization_interval, tail_mass)
     optimistic = _flag("optimistic", optimistic)
@@ -767,7 +768,9 @@ def pld_epsilons(
     shape = np.broadcast_shapes(sigma.shape, q.shape, t.shape)
     pess, opt = _epsilons(*(np.broadcast_to(a, shape).reshape(-1) for a in (sigma, q, t)), float(d), adjacency, sampling,
                           mechanism, h, tail, optimistic)
-    return pess.reshape(shape), opt.reshape(shape)
+    from .pld_bracket import PLDEpsilons
+
+    return PLDEpsilons(pess.reshape(shape), opt.reshape(shape), float(d), h)
 
 
 def _epsilons(sigma, q, steps, delta: float, adjacency: str, sampling: str, mechanism: str, step: float, tail: float,

@@ -17,9 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ... import _validate, _x64
+from ..._result_methods import printed_by
+from .. import _convention
 from . import pld as _pld
 
-__all__ = ["PLDBracket", "RDPFallback", "compose_plds"]
+__all__ = ["PLDBracket", "PLDEpsilons", "RDPFallback", "compose_plds"]
 
 DEFAULT_TAIL = 1e-15  # mass allowed outside the composed window (dp_accounting's default truncation)
 MAX_GRID = 2**24  # largest FFT length per configuration (128 MiB of float64)
@@ -191,6 +193,48 @@ class RDPFallback:
         orders, rdp = self._rdp()
         rdp_delta = rdp_to_delta(orders, rdp, e)
         return np.where(wide, np.minimum(pess, rdp_delta), pess)
+
+
+# --- the bracket read at one delta: pld_epsilons' result -------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class PLDEpsilons:
+    """eps at one ``delta`` for a batch of configurations, as :func:`~dpjax.accountants.pld_epsilons`
+    returns it (the PLDs themselves are not kept).
+
+    epsilon: the pessimistic eps, one per configuration (the arguments' broadcast shape): an
+        upper bound, the PLD's own (no RDP fallback, unlike :meth:`PLDBracket.epsilon`); inf
+        below the delta floor (the mass at +inf, about ``tail_mass``).
+    optimistic_epsilon: the optimistic eps, never above the true eps of the dominating pair;
+        NaN where ``optimistic=False`` skipped it. The truth lies in
+        [optimistic_epsilon, epsilon]; the width is the grid's discretisation error.
+    delta: the delta both were read at.
+    value_discretization_interval: the PLD grid (nats).
+
+    Named fields, because a bare pair is easy to read backwards
+    (:meth:`PLDBracket.epsilon_bracket` is (optimistic, pessimistic)). The previous release's
+    ``pess, opt = pld_epsilons(...)`` and ``pld_epsilons(...)[0]`` still work for this
+    release, with a DeprecationWarning.
+    """
+
+    epsilon: np.ndarray
+    optimistic_epsilon: np.ndarray
+    delta: float
+    value_discretization_interval: float
+
+    summary, __repr__ = printed_by("pld_epsilons_summary", "The batch's eps, both sides, the delta and the grid, in a few lines.")
+
+    def _as_tuple(self, how: str) -> tuple:
+        _convention.deprecated(f"{how} the result of pld_epsilons as the tuple (pessimistic, optimistic) of the previous release",
+                               "result.epsilon (pessimistic) and result.optimistic_epsilon")
+        return self.epsilon, self.optimistic_epsilon
+
+    def __iter__(self):
+        """Deprecated: ``pess, opt = pld_epsilons(...)``."""
+        return iter(self._as_tuple("unpacking"))
+
+    def __getitem__(self, index):
+        """Deprecated: ``pld_epsilons(...)[0]`` (pessimistic), ``[1]`` (optimistic)."""
+        return self._as_tuple("indexing")[index]
 
 
 # the RDP accountant's default orders (rdp.DEFAULT_ORDERS, dp_accounting's), written out here:

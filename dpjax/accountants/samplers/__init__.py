@@ -18,7 +18,7 @@ from . import (chourasia_ye_shokri, cyclic_sgld, exact, girsanov, last_iterate, 
 from .cyclic_sgld import epoch_end_epsilon, epoch_end_profile, epoch_end_renyi
 from .exact import exact_last_iterate_curve, exact_last_iterate_epsilon, exact_path_curve
 from .girsanov import girsanov_curve, girsanov_epsilon, girsanov_rdp
-from .last_iterate import ConstantsUnavailable, last_iterate_curve, last_iterate_gdp_mu, sampler_last_iterate_curve
+from .last_iterate import ConstantsUnavailable, LastIterateGDP, last_iterate_curve, last_iterate_gdp_mu, sampler_last_iterate_curve
 from .lmc import lmc_privacy_delta
 
 __all__ = [
@@ -46,5 +46,6 @@ __all__ = [
     "ConstantsUnavailable",
     "last_iterate_curve",
     "last_iterate_gdp_mu",
+    "LastIterateGDP",
     "sampler_last_iterate_curve",
 ]

@@ -57,7 +57,8 @@ import numpy as np
 from scipy import special
 
 from ... import _validate
-from .. import fdp
+from ..._result_methods import printed_by
+from .. import _convention, fdp
 from . import chourasia_ye_shokri as cys
 from . import shifted_interpolation as si
 from . import subsampled_interpolation as ssi
@@ -696,18 +697,80 @@ def _composition_result(cfg: _Config, pld: bool = False) -> str:
             "RDP via noisy_sgd_curve)")
 
 
+_GDP_KEYS = {"shifted-interpolation": "shifted_interpolation", "composition": "composition"}  # the old dict's keys
+
+
+@dataclasses.dataclass(frozen=True)
+class LastIterateGDP:
+    """The Gaussian-DP mu of each last-iterate bound that is Gaussian DP, as
+    :func:`last_iterate_gdp_mu` returns it (one per configuration, the arguments' broadcast shape).
+
+    shifted_interpolation: mu of the shifted-interpolation bound (Bok, Su & Altschuler 2024);
+        inf where eta M > 2 (the gradient step is no contraction and the bound says nothing).
+    composition: mu of the whole path's Gaussian composition (the last iterate by
+        post-processing); None for Poisson batches, whose composition is not Gaussian DP.
+
+    Both are valid bounds, so the smaller holds: :attr:`mu`, and :meth:`epsilon` reads it at a
+    delta. The previous release's dict access (``result["shifted-interpolation"]``, ``keys()``,
+    ``items()``, ``values()``, ``get``) still works for this release, with a DeprecationWarning.
+    """
+
+    shifted_interpolation: np.ndarray
+    composition: Optional[np.ndarray]
+
+    summary, __repr__ = printed_by("last_iterate_gdp_summary", "mu of each bound, the tighter one's eps at a few deltas.")
+
+    @property
+    def mu(self) -> np.ndarray:
+        """The smaller mu of the two bounds, per configuration (each holds, so the smaller does)."""
+        if self.composition is None:
+            return self.shifted_interpolation
+        return np.minimum(self.shifted_interpolation, self.composition)
+
+    def epsilon(self, delta) -> np.ndarray:
+        """eps(``delta``) of :attr:`mu`-GDP (exact, rounded up; Dong, Roth & Su 2022, Cor. 2.13)."""
+        return gdp_epsilon(self.mu, delta)
+
+    # the previous release's dict by method, deprecated
+    def _as_dict(self, old: str) -> dict:
+        _convention.deprecated(f"{old}, where result = last_iterate_gdp_mu(...) (a dict by method in the previous release),",
+                               "result.shifted_interpolation and result.composition")
+        return {key: getattr(self, name) for key, name in _GDP_KEYS.items()}
+
+    def __getitem__(self, key):
+        return self._as_dict(f"result[{key!r}]")[key]
+
+    def get(self, key, default=None):
+        return self._as_dict("result.get(key)").get(key, default)
+
+    def keys(self):
+        return self._as_dict("result.keys()").keys()
+
+    def values(self):
+        return self._as_dict("result.values()").values()
+
+    def items(self):
+        return self._as_dict("result.items()").items()
+
+    def __iter__(self):
+        return iter(self._as_dict("iter(result)"))
+
+    def __contains__(self, key) -> bool:
+        return key in self._as_dict("key in result")
+
+
 @_validate.arguments(step_size="numbers", noise_std="numbers", steps="ints", dataset_size="ints",
                      gradient_sensitivity="numbers", smoothness="numbers", strong_convexity="numbers",
                      diameter="numbers?", batch_size="numbers?")
 def last_iterate_gdp_mu(step_size, noise_std, steps, *, dataset_size, gradient_sensitivity, smoothness,
-                        strong_convexity=0.0, diameter=None, batching="full", batch_size=None) -> dict:
-    """The GDP mu of each Gaussian-DP bound, by method (same arguments as
-    :func:`last_iterate_curve`): ``{"shifted-interpolation": mu (inf where eta M > 2),
-    "composition": mu or None (Poisson composition is not Gaussian DP)}``."""
+                        strong_convexity=0.0, diameter=None, batching="full", batch_size=None) -> LastIterateGDP:
+    """The GDP mu of each Gaussian-DP last-iterate bound (same arguments as
+    :func:`last_iterate_curve`), as a :class:`LastIterateGDP`: ``.shifted_interpolation`` (inf
+    where eta M > 2) and ``.composition`` (None for Poisson batches: not Gaussian DP)."""
     cfg = _validate_config(step_size, noise_std, steps, dataset_size, gradient_sensitivity, smoothness, strong_convexity,
                            diameter, batching, batch_size, "auto")
     comp_mu, _ = _composition(cfg)
-    return {"shifted-interpolation": _shifted_interpolation(cfg), "composition": comp_mu}
+    return LastIterateGDP(_shifted_interpolation(cfg), comp_mu)
 
 
 # ------------------------------------------------------------------------------------------
@@ -767,5 +830,6 @@ def _replace_one_poisson(cfg: _Config, run, method: str) -> PrivacyCurve:
     return _build(cfg, method, extra_assumptions=assumptions)
 
 
-__all__ = ["ConstantsUnavailable", "METHODS", "ADJACENCIES", "BATCHINGS", "PROFILE_EPSILONS", "REFERENCE_DELTA", "last_iterate_curve", "last_iterate_gdp_mu",
+__all__ = ["ConstantsUnavailable", "METHODS", "ADJACENCIES", "BATCHINGS", "PROFILE_EPSILONS", "REFERENCE_DELTA", "LastIterateGDP",
+           "last_iterate_curve", "last_iterate_gdp_mu",
            "sampler_last_iterate_curve", "gdp_epsilon"]
