@@ -66,7 +66,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _xp, pld_pairs
+from .. import _xp
+from . import pld_pairs
 
 UNIT_ROUNDOFF = 2.0**-53
 FFT_ETA = 10.0 * UNIT_ROUNDOFF  # relative error per butterfly level (see the module docstring)
@@ -294,7 +295,7 @@ def chernoff_log_mgf(pmf, k_lo, steps, step: float):
     slack = math.log1p(4.0 * length * UNIT_ROUNDOFF + 2.0 ** (CHERNOFF_ORDERS + 3) * UNIT_ROUNDOFF)
     i = xp.arange(b) * step
     factors = xp.exp(xp.concatenate([i[:, None] * lambdas[None, :], i[::-1, None] * lambdas[None, :]], axis=1))  # (b, 2K)
-    inner = _xp.einsum_exact("sni,ik->snk", pmf_b.reshape(-1, nb, b), factors)  # (S, nb, 2K)
+    inner = _xp.matmul_exact(pmf_b.reshape(-1, nb, b), factors)  # (S, nb, 2K)
     first = (k_lo[:, None] + b * xp.arange(nb)[None, :]) * step - mean[:, None]  # l_0 - m of each block (S, nb)
     last = first + (b - 1) * step
     expo = xp.concatenate([first[..., None] * lambdas, -last[..., None] * lambdas], axis=-1)  # (S, nb, 2K)
@@ -330,13 +331,18 @@ def _powers_by_squaring(z, hi_base, steps, nbits):
     xp = _xp.namespace(z, hi_base, steps)
     t = steps.astype(xp.int64)
     if xp is np:
-        acc, acc_hi, base, base_hi = np.ones_like(z), np.ones_like(hi_base), z, hi_base
+        acc, acc_hi, base, base_hi = np.ones_like(z), np.ones_like(hi_base), z.copy(), hi_base.copy()
         for b in range(int(np.max(t)).bit_length()):
             if b:
-                base, base_hi = base * base, base_hi * base_hi
+                np.multiply(base, base, out=base)
+                np.multiply(base_hi, base_hi, out=base_hi)
             bit = ((t >> b) & 1).astype(bool)
-            acc[bit] = acc[bit] * base[bit]
-            acc_hi[bit] = acc_hi[bit] * base_hi[bit]
+            if np.all(bit):
+                np.multiply(acc, base, out=acc)
+                np.multiply(acc_hi, base_hi, out=acc_hi)
+            elif np.any(bit):
+                acc[bit] *= base[bit]
+                acc_hi[bit] *= base_hi[bit]
         return np.prod(acc, axis=0), np.prod(acc_hi, axis=0)
 
     def body(b, carry):
@@ -406,9 +412,10 @@ def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, star
     # one step of one stage is its own composition: no FFT, no round-off (the Gaussian
     # mechanism's PLD then keeps its exact discretisation)
     single = total_steps == 1
-    direct = _xp.take_fill(pmf[0], start - k_lo[0] + xp.arange(n), 0.0)
-    out = xp.where(single, direct, out)
-    roundoff = xp.where(single, 0.0, roundoff)
+    if xp is jnp or single:  # (in numpy only where it is used)
+        direct = _xp.take_fill(pmf[0], start - k_lo[0] + xp.arange(n), 0.0)
+        out = xp.where(single, direct, out)
+        roundoff = xp.where(single, 0.0, roundoff)
 
     out = xp.maximum(out, 0.0)
     # mass at +inf: tot^T (1 - (fin/tot)^T), with log(fin/tot) = -log1p(inf/fin) taken from the

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _xp
+from .. import _xp
 from . import pld as _pld
 from . import pld_accountant as _acc
 from . import pld_pairs

@@ -55,7 +55,7 @@ import math
 import numpy as np
 from scipy import special as sps
 
-from . import _xp
+from .. import _xp
 
 KINDS = ("gaussian_remove", "gaussian_add", "gaussian_replace", "laplace_remove", "laplace_add")
 _LOG2 = math.log(2.0)

@@ -1,12 +1,13 @@
-"""One copy of the PLD math for two array libraries.
+"""One copy of the accountants' math for two array libraries.
 
-The discretisation, the composition and its error bounds (:mod:`.pld`, :mod:`.pld_pairs`) run
-as jitted JAX programs for batches of configurations, and as plain numpy for small jobs
-(:mod:`.pld_numpy`), where compiling the programs (0.5-1.5 s each on a CPU) would cost far
-more than the arithmetic. Both run the same functions: each picks its namespace from its
-arguments (:func:`namespace`: JAX arrays, which include the tracers inside ``jit``, mean
-``jax.numpy``; anything else numpy), and the few operations that are spelled differently in
-the two libraries are here.
+The PLD discretisation, composition and error bounds (:mod:`.composition.pld`,
+:mod:`.composition.pld_pairs`) and the subsampled Gaussian's RDP
+(:mod:`.mechanisms.gaussian`) run as jitted JAX programs for batches, and as plain numpy for
+small jobs (:mod:`.composition.pld_numpy`), where compiling the programs (0.5-1.5 s each on a
+CPU) would cost far more than the arithmetic. Both run the same functions: each picks its
+namespace from its arguments (:func:`namespace`: JAX arrays, which include the tracers inside
+``jit``, mean ``jax.numpy``; anything else numpy), and the few operations that are spelled
+differently in the two libraries are here.
 """
 from __future__ import annotations
 
@@ -70,9 +71,9 @@ def take_fill(x, index, fill: float):
     return np.where(inside, x[np.where(inside, index, 0)], fill)
 
 
-def einsum_exact(spec: str, a, b):
-    """``einsum`` at full float64 precision (JAX's default may use reduced precision on
-    accelerators)."""
+def matmul_exact(a, b):
+    """``a @ b`` (the last axis of ``a`` against a matrix ``b``) at full float64 precision
+    (JAX's default may use reduced precision on accelerators)."""
     if namespace(a, b) is jnp:
-        return jnp.einsum(spec, a, b, precision=jax.lax.Precision.HIGHEST)
-    return np.einsum(spec, a, b, optimize=True)
+        return jnp.einsum("...i,ik->...k", a, b, precision=jax.lax.Precision.HIGHEST)
+    return a @ b
