@@ -73,7 +73,9 @@ def take_fill(x, index, fill: float):
 
 def matmul_exact(a, b):
     """``a @ b`` (the last axis of ``a`` against a matrix ``b``) at full float64 precision
-    (JAX's default may use reduced precision on accelerators)."""
+    (JAX's default may use reduced precision on accelerators). In numpy by einsum's own loop,
+    not BLAS: the products here are small, and a multithreaded BLAS on a busy CPU waits for its
+    threads (seen: 7 ms instead of 0.03 ms for 512 x 128 x 20 on a loaded 2-core machine)."""
     if namespace(a, b) is jnp:
         return jnp.einsum("...i,ik->...k", a, b, precision=jax.lax.Precision.HIGHEST)
-    return a @ b
+    return np.einsum("...i,ik->...k", a, b)

@@ -691,7 +691,7 @@ def _epsilon_np(pmf, start, inf, step: float, rows, target):
     nb = blocks.shape[1]
     s_blk = np.cumsum(blocks.sum(axis=-1)[:, ::-1], axis=-1)[:, ::-1]  # S at each block start
     s_after = np.concatenate([s_blk[:, 1:], np.zeros((s_blk.shape[0], 1))], axis=-1)
-    within = blocks @ -np.expm1(-np.arange(b) * step)
+    within = np.einsum("rji,i->rj", blocks, -np.expm1(-np.arange(b) * step))  # einsum's loop, not BLAS (_xp.matmul_exact)
     d_blk = _suffix_decayed_np(within - math.expm1(-b * step) * s_after, b * step)  # D at each block start
     # per query: the first block start where delta <= target (nb: the end, where delta = inf)
     prof_blk = inf[rows, None] + np.concatenate([d_blk[rows], np.zeros((rows.size, 1))], axis=-1)
@@ -717,7 +717,7 @@ def _epsilon_np(pmf, start, inf, step: float, rows, target):
     below = first_ok == 0  # delta(eps) = inf + S_0 - e^{eps - l_0} H_0 below the window's first point
     if np.any(below):
         r = rows[below]
-        h0 = pmf[r] @ np.exp(-np.arange(n) * step)
+        h0 = np.einsum("ri,i->r", pmf[r], np.exp(-np.arange(n) * step))
         arg = (inf[r] + s_blk[r, 0] - target[below]) / h0
         eps[below] = start[r] * step + np.where(arg > 0, np.log(np.where(arg > 0, arg, 1.0)), -np.inf)
     eps = np.where(inf[rows] <= target, eps, np.inf)
@@ -751,7 +751,7 @@ def _profile_np(pmf, inf_mass, step):
     c = -math.expm1(-step) * s_next
     d = _suffix_decayed_np(c, step)
     with np.errstate(under="ignore"):
-        h0 = pmf @ np.exp(-np.arange(pmf.shape[-1]) * step)
+        h0 = np.einsum("...i,i->...", pmf, np.exp(-np.arange(pmf.shape[-1]) * step))  # not BLAS (_xp.matmul_exact)
     return np.asarray(inf_mass)[..., None] + d, s, h0
 
 
