@@ -22,6 +22,7 @@ configurations of the five pair kinds, h = 5e-4, in brackets):
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -58,8 +59,9 @@ def _configurations(seed: int, count: int = 5):
 
 
 def _engine(monkeypatch, name: str):
-    monkeypatch.setattr(pld_numpy, "MAX_CONFIGURATIONS", 16 if name == "numpy" else 0)
-    monkeypatch.setattr(gaussian, "_NUMPY_MAX_ELEMENTS", 2048 if name == "numpy" else 0)
+    monkeypatch.setattr(pld_numpy, "MAX_CONFIGURATIONS", 64 if name == "numpy" else 0)
+    monkeypatch.setattr(pld_numpy, "ACCELERATOR_MAX_CONFIGURATIONS", 64 if name == "numpy" else 0)
+    monkeypatch.setattr(gaussian, "_NUMPY_MAX_ELEMENTS", 16384 if name == "numpy" else 0)
 
 
 def _rel(a, b):
@@ -127,6 +129,20 @@ def test_numpy_path_matches_the_engine_on_a_sequence_and_eps_alone_without_the_o
     assert np.all(np.isnan(out["numpy"][3])) and np.all(np.isnan(out["jax"][3]))
 
 
+def test_composed_brackets_match_the_engine(monkeypatch):
+    """Two brackets composed (PLDBracket.compose: one FFT of each pair of PLDs, no wrap-around)
+    in numpy and by the engine's compiled composition, from the same numpy-made curves."""
+    first, second = pld_curve([1.2, 2.0], 0.01, [300, 100]), pld_curve([1.5, 1.1], 0.02, [200, 50])
+    out = {}
+    for name in ("numpy", "jax"):
+        _engine(monkeypatch, name)
+        bracket = first.compose(second).pld
+        out[name] = (bracket.pld_epsilon(DELTAS[:, None]), bracket.epsilon(DELTAS[:, None], optimistic=True))
+    for i, d in enumerate(DELTAS):
+        assert np.all(_rel(out["numpy"][0][i], out["jax"][0][i]) <= PESSIMISTIC_RTOL[d])
+        assert np.all(_rel(out["numpy"][1][i], out["jax"][1][i]) <= OPTIMISTIC_RTOL[d])
+
+
 def test_numpy_path_brackets_dp_accounting_on_the_benchmark_configurations():
     """The issue's benchmark configurations (sigma in [0.8, 3], q in [1e-3, 0.05], T in [100,
     5000], dp_accounting's default grid 1e-4): dp_accounting's pessimistic eps lies in the
@@ -159,6 +175,7 @@ COUNT_COMPILES = textwrap.dedent(
                     dict(mechanism="laplace"), dict(mechanism="laplace", adjacency="replace-one", sampling="without-replacement")):
         curve = pld_curve(1.3, 0.02, 400, **options)
         answers += [curve.epsilon(1e-5), curve.delta(1.0), curve.optimistic().epsilon(1e-5)]
+    answers.append(curve.compose(curve).epsilon(1e-5))  # PLDBracket.compose
     wide = pld_curve(1.4, 0.0067, 4637)  # a wide bracket: the RDP fallback answers where smaller
     answers += [wide.epsilon(1e-5), wide.pld.source(1e-5) == "pld"]
     answers += list(pld_epsilons([1.0, 2.0], [0.01, 0.03], [100, 1000], 1e-8)[0])
@@ -171,20 +188,29 @@ COUNT_COMPILES = textwrap.dedent(
 @pytest.mark.slow  # a fresh interpreter computing a dozen curves and a calibration (~10-30 s loaded)
 def test_small_jobs_compile_no_xla_program():
     """A fresh process answers every pair kind's curve (eps, delta, the optimistic companion), a
-    wide bracket (its RDP fallback), eps alone and a PLD calibration without compiling any XLA
+    composition of brackets, a wide bracket (its RDP fallback), eps alone and a PLD calibration
+    without compiling any XLA
     program (JAX's backend-compile events, which also count loads from the persistent cache)."""
     proc = subprocess.run([sys.executable, "-c", COUNT_COMPILES], capture_output=True, text=True, timeout=600,
-                          env={**__import__("os").environ, "DPJAX_NO_COMPILATION_CACHE": "1"})
+                          env={**os.environ, "DPJAX_NO_COMPILATION_CACHE": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["compiled"] == 0, result
     assert all(np.isfinite(result["answers"]))
 
 
-def test_the_rule_sends_many_configurations_or_huge_grids_to_the_engine():
+def test_the_rule_sends_many_configurations_or_huge_grids_to_the_engine(monkeypatch):
+    """numpy up to MAX_CONFIGURATIONS on a CPU, ACCELERATOR_MAX_CONFIGURATIONS elsewhere (the
+    backend is asked only above that), and never for a step's grid above MAX_GRID_POINTS."""
+    import jax
+
     assert pld_numpy.applies(1, [10_000]) and pld_numpy.applies(pld_numpy.MAX_CONFIGURATIONS, [10_000])
     assert not pld_numpy.applies(pld_numpy.MAX_CONFIGURATIONS + 1, [10_000])
     assert not pld_numpy.applies(1, [pld_numpy.MAX_GRID_POINTS + 1])
+    asked = []
+    monkeypatch.setattr(jax, "default_backend", lambda: asked.append(1) or "gpu")
+    assert pld_numpy.applies(pld_numpy.ACCELERATOR_MAX_CONFIGURATIONS, [10_000]) and not asked
+    assert not pld_numpy.applies(pld_numpy.ACCELERATOR_MAX_CONFIGURATIONS + 1, [10_000]) and asked
 
 
 def test_calibration_in_numpy_matches_the_engine(monkeypatch):

@@ -18,6 +18,7 @@ power of two n.
 """
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from .. import _xp
@@ -26,23 +27,30 @@ from . import pld_accountant as _acc
 from . import pld_pairs
 from .pld_bracket import _trim
 
-# at most this many configurations (of one pair kind) run in numpy; more go to the jitted
-# engine, whose compilation is then shared among them. Measured on a 2-core EPYC CPU
-# (BENCHMARKS.md, issue 38): numpy takes 0.03-0.1 s per configuration of the usual sizes, the
-# engine's first batch 10-25 s of compilation, and once compiled a few hundredths of a second
-# per configuration: numpy stays ahead up to a few hundred configurations in a fresh process,
-# but a long-lived process that has compiled the engine's programs gains from them from a
-# few dozen on, so the bound is where neither loses much.
-MAX_CONFIGURATIONS = 16
-# and at most this many FFT points per configuration (one step's grid): beyond it a single
-# numpy FFT is no cheaper than XLA's and an accelerator, if there is one, is much faster
+# How many configurations (of one pair kind) run in numpy; more go to the jitted engine.
+# Measured on the 2-core EPYC CPU (BENCHMARKS.md, issue 38; eps alone at delta 1e-5, issue 38's
+# configuration ranges): numpy takes 20-30 ms a configuration, the engine in a fresh process
+# 20 s for 64 configurations and 40 s for 256 (compiling), and once its programs are compiled
+# (the same shapes again) 1.6 s for 64 and 9.7 s for 256 against numpy's 1.4 s and 6.9 s. The
+# engine's warm calls spread a batch over the cores (numpy runs on one), so on a CPU with more
+# cores it overtakes numpy sooner than here: 64 keeps numpy where it wins on any CPU, fresh or
+# warm. On an accelerator, whose compilation is slower still and whose warm calls are far
+# faster, numpy takes only the few configurations an interactive call asks for (the engine's
+# compilation, seconds, dwarfs their 0.03-0.3 s); JAX's backend is asked only above that.
+MAX_CONFIGURATIONS = 64
+ACCELERATOR_MAX_CONFIGURATIONS = 8
+# and at most this many points in one step's grid: beyond, one configuration is a long job
+# (an FFT of millions of points per step) for which the engine's compilation is not the cost
 MAX_GRID_POINTS = 2**22
 
 
 def applies(nconf: int, grid_points) -> bool:
     """Whether a job of ``nconf`` configurations whose steps need ``grid_points`` grid points
-    each runs in numpy (:data:`MAX_CONFIGURATIONS`, :data:`MAX_GRID_POINTS`)."""
-    return nconf <= MAX_CONFIGURATIONS and int(np.max(grid_points)) <= MAX_GRID_POINTS
+    each runs in numpy (:data:`MAX_CONFIGURATIONS` on a CPU, :data:`ACCELERATOR_MAX_CONFIGURATIONS`
+    on an accelerator, :data:`MAX_GRID_POINTS`)."""
+    if nconf > MAX_CONFIGURATIONS or int(np.max(grid_points)) > MAX_GRID_POINTS:
+        return False
+    return nconf <= ACCELERATOR_MAX_CONFIGURATIONS or jax.default_backend() == "cpu"
 
 
 def composed_sets(plan, groups, lengths, step, tail, deltas, keep, max_grid, optimistic, skip_over_limit):

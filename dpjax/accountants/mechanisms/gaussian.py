@@ -57,10 +57,10 @@ _PANEL_BUCKETS = np.unique(np.round(8 * 1.5 ** np.arange(40)).astype(np.int64))
 _MAX_INTEGER_ORDER = 4096  # binomial sum up to here; quadrature above
 _TERM_BUCKETS = (64, 1024, _MAX_INTEGER_ORDER)  # binomial terms per order of the integer route's programs
 # at most this many (q, sigma, order) elements are computed in numpy, by the same functions
-# (dpjax.accountants._xp), not by the jitted kernels: a few configurations at the default
-# orders (a PLD bracket's RDP fallback, say) take milliseconds there, where compiling the
-# kernels takes 1-2 s on a CPU
-_NUMPY_MAX_ELEMENTS = 2048
+# (dpjax.accountants._xp), not by the jitted kernels: about 100 configurations at the default
+# orders (a PLD bracket's RDP fallback, say; 64 took 0.11-0.13 s, sigma in [0.3, 3]), where
+# compiling the kernels takes 1.5-2 s on a CPU
+_NUMPY_MAX_ELEMENTS = 16384
 _MAX_PANELS = 4096  # quadrature panels per element at most; beyond, an upper bound (_log_a_minus_1_upper)
 _MAX_TERMS_PER_CHUNK = 1 << 13  # binomial terms per jitted call (cache-sized blocks)
 _NODES_PER_CHUNK = 1 << 13  # quadrature nodes per jitted call
