@@ -54,7 +54,9 @@ discretisation error that :meth:`PLDBracket.epsilon` reports.
 Units: losses are in nats; ``step`` is the grid interval h (dp_accounting's
 ``value_discretization_interval``). In the jitted functions h is a traced value (its
 functions by jnp, not math): one compiled program serves every h whose arrays have the same
-shapes, so a calibration's probes on several grids compile nothing new.
+shapes, so a calibration's probes on several grids compile nothing new. The same functions run
+on numpy arrays for small jobs (:mod:`.pld_numpy`; each picks its array library from its
+arguments, :mod:`dpjax.accountants._xp`).
 """
 from __future__ import annotations
 

@@ -9,7 +9,9 @@ never below the true value for the dominating pair, by construction) and an opti
 
 Batched: ``noise_multiplier``, ``sampling_rate`` and ``steps`` broadcast, and all
 configurations are computed together (vmapped and jitted in chunks of configurations that
-share a grid size; compiled once per grid size, never per value).
+share a grid size; compiled once per grid size, never per value). A few configurations are
+computed in numpy instead, by the same functions on the same plan, compiling nothing
+(:mod:`dpjax.accountants.composition.pld_numpy`; the rule is its ``applies``).
 """
 from __future__ import annotations
 
