@@ -393,7 +393,7 @@ def _compose_one(n: int, step: float, pmf, inf_mass, k_lo, steps, k_hi_eff, star
     w, hi = _powers_by_squaring(z, hi_base, steps, nbits)
     circular = xp.fft.irfft(w, n=n)
     shift = xp.mod(start - offset, n)  # out[i] = circular[(i + shift) mod n]
-    out = _xp.dynamic_slice(xp.concatenate([circular, circular]), shift, n)
+    out = _xp.rotate(circular, shift)
 
     # round-off bound R on ||out - exact circular convolution||_1 (module docstring). Per
     # frequency, |exact^T - computed^T| <= |prod (|z_s| + e_s)^T_s - prod |z_s|^T_s| (the forward
