@@ -223,3 +223,25 @@ def test_calibration_in_numpy_matches_the_engine(monkeypatch):
         values[name] = calibrate_noise_multiplier(1.5, 1e-5, 0.02, 500, accountant="pld",
                                                   pld_options=dict(value_discretization_interval=5e-4)).value
     assert values["numpy"] == pytest.approx(values["jax"], rel=1e-6)
+
+
+def test_grid_limits_are_the_engines(monkeypatch):
+    """A composed window over ``max_grid`` points: the same GridLimitError (configurations and
+    points) in numpy as by the engine, and with skip_over_limit the same NaN where it is over,
+    the same eps elsewhere."""
+    from dpjax.accountants.composition import pld_accountant
+
+    sigma, q, steps = np.array([[1.0], [2.0], [1.5]]), np.array([[0.02], [0.02], [0.01]]), np.array([[2000], [20], [1000]])
+    out = {}
+    for name in ("numpy", "jax"):
+        _engine(monkeypatch, name)
+        with pytest.raises(pld_accountant.GridLimitError) as err:
+            pld_accountant._run("gaussian_remove", sigma, q, steps, 1e-3, 1e-15, np.array([1e-5]), keep=False, max_grid=2**13)
+        res = pld_accountant._run("gaussian_remove", sigma, q, steps, 1e-3, 1e-15, np.array([1e-5]), keep=False, max_grid=2**13,
+                                  skip_over_limit=True)
+        out[name] = (err.value.configurations, err.value.points, res["eps_pess"][:, 0], res["eps_opt"][:, 0])
+    np.testing.assert_array_equal(out["numpy"][0], out["jax"][0])
+    np.testing.assert_array_equal(out["numpy"][1], out["jax"][1])
+    for side in (2, 3):
+        assert np.array_equal(np.isnan(out["numpy"][side]), np.isnan(out["jax"][side])) and np.any(np.isnan(out["numpy"][side]))
+        assert np.all(_rel(out["numpy"][side][~np.isnan(out["numpy"][side])], out["jax"][side][~np.isnan(out["jax"][side])]) <= 1e-8)
