@@ -58,6 +58,7 @@ BENCHMARKS = {
     "contamination": "contamination",
     "mlp": "mlp",
     "startup": "startup",
+    "first-answers": "first_answers",
     "last-iterate": "last_iterate",
     "audit": "audit",
     "poisson": "poisson",

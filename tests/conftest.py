@@ -81,6 +81,19 @@ def x64():
         yield
 
 
+@pytest.fixture
+def jax_engine(monkeypatch):
+    """The PLD accountant's jitted engine for every batch, and the subsampled Gaussian's RDP by
+    its jitted kernels: small jobs otherwise run in numpy (dpjax.accountants.composition.pld_numpy),
+    which compiles nothing; tests of the engine's programs (what compiles, how work is cut into
+    calls) take this fixture."""
+    from dpjax.accountants.composition import pld_numpy
+    from dpjax.accountants.mechanisms import gaussian
+
+    monkeypatch.setattr(pld_numpy, "MAX_CONFIGURATIONS", 0)
+    monkeypatch.setattr(gaussian, "_NUMPY_MAX_ELEMENTS", 0)
+
+
 # Every program XLA compiles for the CPU is mapped into memory, and jit keeps each one while the
 # process lives: a worker that runs for half an hour of the suite compiles thousands of
 # programs and, near the kernel's limit on memory maps (vm.max_map_count, 65,530 by default),

@@ -127,6 +127,24 @@ def test_bench_startup_measures_fresh_processes(capsys):
     assert out["dpjax --help / python -c pass"] == pytest.approx(out["dpjax --help (s)"] / out["python -c pass (s)"])
 
 
+def test_bench_first_answers_times_fresh_processes_against_dp_accounting(capsys):
+    """`dpjax bench first-answers` at its smallest (two configurations, one round): a fresh dpjax
+    process and a fresh dp_accounting one on the same configurations, the ratios of their
+    times, no XLA program compiled by dpjax, and dp_accounting's eps in dpjax's bracket."""
+    pytest.importorskip("dp_accounting")
+    from dpjax.cli import main
+
+    assert main(["bench", "first-answers", "--json", "--configs", "1", "--repeats", "1"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert len(out["configurations"]) == 2 and out["rounds"] == 1
+    assert out["dpjax: XLA programs compiled"] == 0
+    assert out["dpjax: dp_accounting's eps in the bracket"] is True
+    assert out["dpjax: max |eps - dp_accounting's| / dp_accounting's"] < 1e-6
+    assert out["dp_accounting / dpjax, first configuration"] == pytest.approx(
+        out["dp_accounting: first configuration (s)"] / out["dpjax: first configuration (s)"])
+    assert out["dp_accounting / dpjax, 1 more"] > 0
+
+
 @pytest.mark.parametrize("flag, value", [("--particles", "0"), ("--dim", "0"), ("--n", "-1"), ("--dataset-batch", "0"),
                                          ("--datasets", "0"), ("--repeats", "0")])
 def test_bench_contamination_refuses_a_non_positive_size_by_name(flag, value):

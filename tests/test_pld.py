@@ -210,9 +210,14 @@ def test_soundness_over_a_thousand_random_configurations(seed):
 
 
 # --- FFT round-off bound ------------------------------------------------------------------------------
-def test_roundoff_bound_covers_the_actual_fft_error():
+@pytest.mark.parametrize("library", ["numpy", "jax"])
+def test_roundoff_bound_covers_the_actual_fft_error(library):
     """Self-composition of a random PMF by FFT vs repeated direct convolution (exact to a few
-    ulps per entry, far below the bound): the l1 error is below the stated bound R."""
+    ulps per entry, far below the bound): the l1 error is below the stated bound R, for XLA's
+    FFT (the jitted engine) and numpy's (small jobs, pld_numpy) alike."""
+    import jax
+    import jax.numpy as jnp
+
     rng = np.random.default_rng(0)
     p = rng.random(40) ** 4
     p /= p.sum()
@@ -220,13 +225,13 @@ def test_roundoff_bound_covers_the_actual_fft_error():
     exact = np.array([1.0])
     for _ in range(steps):  # direct summation: each entry exact to a few ulps
         exact = np.convolve(exact, p)
-    import jax
-
     with jax.enable_x64(True):
+        xp = np if library == "numpy" else jnp
         n = 256
         out, inf, tau_up, tau_lo, roundoff = pld_module._compose_one(
-            n, 1e-2, p[None, :], np.zeros(1), np.zeros(1, np.int64), np.full(1, float(steps)), np.full(1, p.size - 1), 0,
-            np.ones(1), np.ones(1), np.ones(1))
+            n, 1e-2, xp.asarray(p[None, :]), xp.zeros(1), xp.zeros(1, np.int64), xp.full(1, float(steps)), xp.full(1, p.size - 1), 0,
+            xp.ones(1), xp.ones(1), xp.ones(1))
+        assert isinstance(out, np.ndarray) == (library == "numpy")
     err = np.sum(np.abs(np.asarray(out)[: exact.size] - exact)) + np.sum(np.abs(np.asarray(out)[exact.size:]))
     assert float(tau_up) == 0.0 and float(tau_lo) == 0.0  # the window holds the whole support
     assert err <= float(roundoff)
@@ -298,7 +303,7 @@ def test_bad_delta_and_unmet_tolerance():
         pld_curve(1.0, 0.05, 100, value_discretization_interval=0.005, epsilon_tolerance=0.01)
 
 
-def test_chunk_budget_changes_no_number(monkeypatch):
+def test_chunk_budget_changes_no_number(monkeypatch, jax_engine):
     """An accelerator takes the work in far larger calls than a CPU (fewer launches); how the
     configurations are cut into calls must not change any eps, either side of the bracket.
     Equal to the bit where only the cut differs; where the compiled code differs (a batch of one
@@ -327,7 +332,7 @@ def test_chunk_budget_changes_no_number(monkeypatch):
         np.testing.assert_allclose(getattr(runs["accelerator"], side), cpu, rtol=1e-9, atol=0)
 
 
-def test_both_sides_share_one_compiled_composition():
+def test_both_sides_share_one_compiled_composition(jax_engine):
     """The pessimistic and optimistic sides of an eps query whose windows have the same FFT
     length (and chunk) run one compiled composition: the side is a traced flag, not a static
     argument (each program costs seconds of XLA compilation on a CPU)."""
@@ -340,7 +345,7 @@ def test_both_sides_share_one_compiled_composition():
     assert pld_accountant._compose_batch._cache_size() - before <= 1
 
 
-def test_a_kept_curve_compiles_one_discretisation_and_one_composition():
+def test_a_kept_curve_compiles_one_discretisation_and_one_composition(jax_engine):
     """A kept curve at add/remove adjacency with Poisson sampling brackets two pairs (remove and
     add), each by a pessimistic side (bounded through tilted compositions) and an optimistic one:
     four compositions and two discretisations of one FFT length here, compiled as one program
@@ -358,7 +363,7 @@ def test_a_kept_curve_compiles_one_discretisation_and_one_composition():
     assert np.all(np.isfinite(high)) and np.all(low <= high) and np.all(high - low < 0.01)
 
 
-def test_new_values_of_the_same_shape_compile_nothing_new():
+def test_new_values_of_the_same_shape_compile_nothing_new(jax_engine):
     """The device arrays of the accountant have shapes that depend on the batch only through
     buckets: two batches whose grids differ by a few blocks (37 against 36 blocks of one
     direction here) reuse every compiled discretisation and assembly; so does a new grid

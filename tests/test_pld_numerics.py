@@ -120,7 +120,7 @@ def test_chernoff_log_mgf_is_an_upper_bound_within_its_rounding():
     sigma, q, steps, h = 1.1, 0.05, 37.0, 1e-3
     lo, hi = pld_pairs.loss_range("gaussian_remove", sigma, q, 1e-18)
     k_lo, k_hi = int(np.floor(lo / h)), int(np.ceil(hi / h))
-    with jax.enable_x64(True):
+    with jax.enable_x64(True), np.errstate(all="ignore"):  # numpy arguments: numpy (its logs of 0 are -inf)
         pess, _, _, _ = pld_module._discretise_one("gaussian_remove", k_hi - k_lo + 1, h, sigma, q, k_lo)
         pmf = np.concatenate([np.asarray(pess), np.zeros(300)])  # a padded end, as in the batches
     lambdas, lm_pos, lm_neg = _x64(lambda p: pld_module.chernoff_log_mgf(p[None, :], np.array([k_lo]), np.array([steps]), h), pmf)
@@ -139,10 +139,15 @@ def test_chernoff_log_mgf_is_an_upper_bound_within_its_rounding():
 
 
 # --- composition by repeated squaring ----------------------------------------------------------
-def test_roundoff_bound_covers_a_several_stage_composition_with_odd_powers():
+@pytest.mark.parametrize("library", ["numpy", "jax"])
+def test_roundoff_bound_covers_a_several_stage_composition_with_odd_powers(library):
     """Stages with step counts 13 and 6 (binary 1101, 110: every squaring and multiplication
-    path), against repeated direct convolutions (exact to a few ulps per entry, far below R):
-    the l1 error of the FFT result is below the stated bound R, and R is small."""
+    path; in numpy the stages whose bit is set are multiplied apart), against repeated direct
+    convolutions (exact to a few ulps per entry, far below R): the l1 error of the FFT result
+    is below the stated bound R, and R is small, in JAX and in numpy (small jobs)."""
+    import jax.numpy as jnp
+
+    xp = np if library == "numpy" else jnp
     rng = np.random.default_rng(3)
     a = rng.random(30) ** 3
     b = rng.random(45) ** 5
@@ -158,8 +163,9 @@ def test_roundoff_bound_covers_a_several_stage_composition_with_odd_powers():
     n = 1024
     with jax.enable_x64(True):
         out, inf, tau_up, tau_lo, roundoff = pld_module._compose_one(
-            n, 1e-2, pmf, np.array([0.0, 1e-4 * b.sum()]), np.zeros(2, np.int64), np.array([13.0, 6.0]),
-            np.array([29, 44]), 0, np.ones(1), np.ones(1), np.ones(1))
+            n, 1e-2, xp.asarray(pmf), xp.asarray([0.0, 1e-4 * b.sum()]), xp.zeros(2, np.int64), xp.asarray([13.0, 6.0]),
+            xp.asarray([29, 44]), 0, xp.ones(1), xp.ones(1), xp.ones(1))
+        assert isinstance(out, np.ndarray) == (library == "numpy")
         out = np.asarray(out)
     assert float(tau_up) == 0.0 and float(tau_lo) == 0.0  # the window holds the whole support
     err = np.sum(np.abs(out[: exact.size] - exact)) + np.sum(np.abs(out[exact.size:]))

@@ -9,7 +9,9 @@ never below the true value for the dominating pair, by construction) and an opti
 
 Batched: ``noise_multiplier``, ``sampling_rate`` and ``steps`` broadcast, and all
 configurations are computed together (vmapped and jitted in chunks of configurations that
-share a grid size; compiled once per grid size, never per value).
+share a grid size; compiled once per grid size, never per value). A few configurations are
+computed in numpy instead, by the same functions on the same plan, compiling nothing
+(:mod:`dpjax.accountants.composition.pld_numpy`; the rule is its ``applies``).
 """
 from __future__ import annotations
 
@@ -352,24 +354,19 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
         length_pow2 = np.array([_next_pow4(x) for x in length_each])
     else:
         length_pow2 = np.array([max(_next_pow2(x), 1024) for x in length_each])
-    # discretise each group of grid lengths, then compose each set over all groups at once: the
-    # configurations sharing an FFT length share chunks whatever their group (fewer partial
-    # chunks, one compiled composition per FFT length)
     groups = [np.flatnonzero(length_pow2 == length) for length in np.unique(length_pow2)]
-    sets_by_group = [_discretise_group(plan, idx, int(length), step, optimistic)
-                     for idx, length in zip(groups, np.unique(length_pow2))]
     idx = np.concatenate(groups)
+    # a few configurations in numpy (no compilation: pld_numpy), more by the jitted engine
+    from . import pld_numpy
+
+    engine = pld_numpy.composed_sets if pld_numpy.applies(nconf, length_each) else _composed_sets
+    try:
+        composed = engine(plan, groups, np.unique(length_pow2), step, tail, deltas, keep, max_grid, optimistic, skip_over_limit)
+    except GridLimitError as err:  # its positions are in the order of idx
+        raise GridLimitError(str(err), idx[err.configurations], err.points) from None
     results = {int(i): {} for i in idx}
     opt_parts = []
-    for s_i in range(len(sets_by_group[0])):
-        parts = [sets[s_i] for sets in sets_by_group]
-        pessimistic = parts[0][4]
-        try:
-            res = _compose_set([p[0] for p in parts], [g.size for g in groups], [p[1] for p in parts],
-                               *(np.concatenate([p[j] for p in parts]) for j in (2, 3)),
-                               plan.steps[idx], step, tail, pessimistic, deltas, keep, max_grid, skip_over_limit=skip_over_limit)
-        except GridLimitError as err:  # its positions are in the order of idx
-            raise GridLimitError(str(err), idx[err.configurations], err.points) from None
+    for pessimistic, res in composed:
         if pessimistic:
             for j, i in enumerate(idx):
                 results[int(i)].update(eps_pess=res["eps"][j], grid=res["n"][j], tau_up=res["tau_up"][j], roundoff=res["roundoff"][j])
@@ -392,6 +389,25 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
     if keep:
         out["pess"] = _stack_plds([r["pess"] for r in order], step)
         out["opt"] = [_stack_plds([r["opt"][j] for r in order], step) for j in range(len(order[0]["opt"]))]
+    return out
+
+
+def _composed_sets(plan, groups, lengths, step, tail, deltas, keep, max_grid, optimistic, skip_over_limit):
+    """(pessimistic?, :func:`_compose_set`'s result) of each set of stage PMFs (the pessimistic
+    set, then the optimistic ones) of the configurations of ``groups`` (grids of at most
+    ``lengths`` points) in their order. Each group of grid lengths is discretised apart, then
+    each set is composed over all groups at once: the configurations sharing an FFT length
+    share chunks whatever their group (fewer partial chunks, one compiled composition per FFT
+    length)."""
+    sets_by_group = [_discretise_group(plan, idx, int(length), step, optimistic) for idx, length in zip(groups, lengths)]
+    idx = np.concatenate(groups)
+    out = []
+    for s_i in range(len(sets_by_group[0])):
+        parts = [sets[s_i] for sets in sets_by_group]
+        pessimistic = parts[0][4]
+        out.append((pessimistic, _compose_set([p[0] for p in parts], [g.size for g in groups], [p[1] for p in parts],
+                                              *(np.concatenate([p[j] for p in parts]) for j in (2, 3)), plan.steps[idx], step,
+                                              tail, pessimistic, deltas, keep, max_grid, skip_over_limit=skip_over_limit)))
     return out
 
 
@@ -437,6 +453,14 @@ def _discretise_group(plan, idx, length, step, optimistic=True):
     return sets if optimistic else [st for st in sets if st[4]]
 
 
+def _raise_window_limit(over, n_conf, steps, step, max_grid):
+    bad = int(np.flatnonzero(over)[0])
+    raise GridLimitError(
+        f"value_discretization_interval={step:g} is too fine for this accounting: the composed PLD needs an FFT of "
+        f"{int(n_conf[bad])} > {max_grid} points (steps={steps[bad].tolist()}); use a coarser interval or fewer steps",
+        np.flatnonzero(over), n_conf[over])
+
+
 def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, keep, max_grid, tilt=True,
                  skip_over_limit=False):
     """Compose every configuration of one set of stage PMFs, given as groups ``pmfs`` (device
@@ -466,11 +490,7 @@ def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, d
     start, n_conf = _window(lambdas, lm_pos, lm_neg, offset, top_support, real_len, step, tail)
     over = n_conf > max_grid
     if np.any(over) and not skip_over_limit:
-        bad = int(np.flatnonzero(over)[0])
-        raise GridLimitError(
-            f"value_discretization_interval={step:g} is too fine for this accounting: the composed PLD needs an FFT of "
-            f"{int(n_conf[bad])} > {max_grid} points (steps={steps[bad].tolist()}); use a coarser interval or fewer steps",
-            np.flatnonzero(over), n_conf[over])
+        _raise_window_limit(over, n_conf, steps, step, max_grid)
     deltas = np.asarray(deltas, dtype=np.float64)
     # squarings of the binary powering: the bit length of the largest step count, rounded up to
     # a multiple of 4 (fewer compiled programs; the surplus squarings leave the powers unchanged)

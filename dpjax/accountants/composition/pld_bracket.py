@@ -13,12 +13,11 @@ import math
 from typing import Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ... import _validate, _x64
 from ..._result_methods import printed_by
-from .. import _convention
+from .. import _convention, _xp
 from . import pld as _pld
 
 __all__ = ["PLDBracket", "PLDEpsilons", "RDPFallback", "compose_plds"]
@@ -305,16 +304,19 @@ def _trim(pmf, start, inf, tail: float, pessimistic: bool):
     return out, np.asarray(start) + first, inf
 
 
+def _compose_pair(pmf, inf, k_lo, k_hi, n, step):
+    """(composed PMF (n,), mass at +inf, round-off bound R) of the two PMFs ``pmf`` (2, W) on
+    grids from ``k_lo``: one FFT of n points covering the whole support (no wrap-around, so no
+    Chernoff bound is needed). On numpy arrays, or JAX's inside :func:`_compose_pair_batch`."""
+    xp = _xp.namespace(pmf, inf, k_lo, k_hi)
+    dummy = xp.ones(1)
+    out, inf_out, _, _, roundoff = _pld._compose_one(n, step, pmf, inf, k_lo, xp.ones(2), k_hi, xp.sum(k_lo), dummy, dummy, dummy)
+    return out, inf_out, roundoff
+
+
 @functools.partial(jax.jit, static_argnames=("n",))
 def _compose_pair_batch(pmf, inf, k_lo, k_hi, n, step):
-    steps = jnp.ones(2)
-    dummy = jnp.ones(1)  # n covers the whole support (no wrap-around): no Chernoff bound needed
-
-    def one(p, i, lo, hi):
-        out, inf_out, _, _, roundoff = _pld._compose_one(n, step, p, i, lo, steps, hi, jnp.sum(lo), dummy, dummy, dummy)
-        return out, inf_out, roundoff
-
-    return jax.vmap(one)(pmf, inf, k_lo, k_hi)
+    return jax.vmap(lambda p, i, lo, hi: _compose_pair(p, i, lo, hi, n, step))(pmf, inf, k_lo, k_hi)
 
 
 @_x64.float64
@@ -338,9 +340,14 @@ def compose_plds(a: _pld.DiscretePLD, b: _pld.DiscretePLD, pessimistic: bool) ->
 
     pa, sa, ia, ha = prep(a)
     pb, sb, ib, hb = prep(b)
-    out, inf, roundoff = (np.asarray(x) for x in _compose_pair_batch(
-        np.stack([pa, pb], axis=1), np.stack([ia, ib], axis=1), np.stack([sa, sb], axis=1), np.stack([ha, hb], axis=1),
-        n=n, step=a.step))
+    args = (np.stack([pa, pb], axis=1), np.stack([ia, ib], axis=1), np.stack([sa, sb], axis=1), np.stack([ha, hb], axis=1))
+    from . import pld_numpy  # here: it imports the accountant, which imports this module
+
+    if pld_numpy.applies(pa.shape[0], [n]):  # a few pairs: the same composition in numpy, compiling nothing
+        with np.errstate(all="ignore"):  # logs of 0 are expected (-inf)
+            out, inf, roundoff = (np.array(x) for x in zip(*(_compose_pair(*row, n, a.step) for row in zip(*args))))
+    else:
+        out, inf, roundoff = (np.asarray(x) for x in _compose_pair_batch(*args, n=n, step=a.step))
     if pessimistic:  # every composed mass raised by its pointwise bound R / n (pld.pessimistic_window)
         out = np.asarray(out)[:, : la + lb - 1] + (np.asarray(roundoff) / n)[:, None]
     else:

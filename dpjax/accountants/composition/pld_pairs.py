@@ -52,10 +52,10 @@ from __future__ import annotations
 
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from scipy import special as sps
+
+from .. import _xp
 
 KINDS = ("gaussian_remove", "gaussian_add", "gaussian_replace", "laplace_remove", "laplace_add")
 _LOG2 = math.log(2.0)
@@ -63,19 +63,22 @@ _LOG2 = math.log(2.0)
 
 def _log_mix(log_w0, a0, log_w1, a1):
     """log(w0 e^a0 + w1 e^a1) with log weights (a weight of 0 is log_w = -inf)."""
-    return jnp.logaddexp(log_w0 + a0, log_w1 + a1)
+    xp = _xp.namespace(log_w0, a0, log_w1, a1)
+    return xp.logaddexp(log_w0 + a0, log_w1 + a1)
 
 
 def _log_expm1_plus(l, q):
     """log(expm1(l) + q) = log(e^l - (1 - q)): -inf where l <= log(1 - q)."""
-    v = jnp.expm1(l) + q
-    return jnp.where(v > 0, jnp.log(jnp.where(v > 0, v, 1.0)), -jnp.inf)
+    xp = _xp.namespace(l, q)
+    v = xp.expm1(l) + q
+    return xp.where(v > 0, xp.log(xp.where(v > 0, v, 1.0)), -xp.inf)
 
 
 # --- Gaussian ---------------------------------------------------------------------------------
 def _gaussian_remove_inverse(l, sigma, q):
     """x with log(1 - q + q exp((2x - 1) / (2 s^2))) = l (-inf below the loss's infimum log(1-q))."""
-    log_ratio = _log_expm1_plus(l, q) - jnp.log(q)  # (2x - 1)/(2 s^2)
+    xp = _xp.namespace(l, sigma, q)
+    log_ratio = _log_expm1_plus(l, q) - xp.log(q)  # (2x - 1)/(2 s^2)
     return sigma**2 * log_ratio + 0.5
 
 
@@ -91,24 +94,26 @@ def _normal_small_tail(t):
     jax's log_ndtr uses there), beyond t = 30 the log from the asymptotic series
     P(Z > t) = phi(t)/t (1 + sum_n (-1)^n (2n-1)!! / t^2n) (Abramowitz & Stegun 26.2.12; the
     linear value there is e, possibly 0 by underflow)."""
-    e = 0.5 * jax.lax.erfc(t * (1.0 / math.sqrt(2.0)))
+    xp = _xp.namespace(t)
+    e = 0.5 * _xp.erfc(t * (1.0 / math.sqrt(2.0)))
     far = t >= _SERIES_FROM
-    t_far = jnp.where(far, t, _SERIES_FROM)
+    t_far = xp.where(far, t, _SERIES_FROM)
     inv2 = 1.0 / (t_far * t_far)
     series = 0.0
     for c in reversed(_SERIES_COEFFS):
         series = (series + c) * inv2
     ratio = (1.0 + series) / t_far  # P(Z > t) e^{t^2/2} sqrt(2 pi)
-    log_e = jnp.log(jnp.where(far, ratio, e)) + jnp.where(far, -0.5 * t_far * t_far - _LOG_SQRT_2PI, 0.0)
+    log_e = xp.log(xp.where(far, ratio, e)) + xp.where(far, -0.5 * t_far * t_far - _LOG_SQRT_2PI, 0.0)
     return log_e, e
 
 
 def _normal_tails(a):
     """(log P(Z > a), log P(Z <= a)) for Z ~ N(0, 1): the smaller tail by
     :func:`_normal_small_tail`, the larger as log1p(-smaller) (accurate since it is <= 1/2)."""
-    small, e = _normal_small_tail(jnp.abs(a))
-    large = jnp.log1p(-e)
-    return jnp.where(a >= 0, small, large), jnp.where(a >= 0, large, small)
+    xp = _xp.namespace(a)
+    small, e = _normal_small_tail(xp.abs(a))
+    large = xp.log1p(-e)
+    return xp.where(a >= 0, small, large), xp.where(a >= 0, large, small)
 
 
 def _normal_log_cells(a):
@@ -116,21 +121,23 @@ def _normal_log_cells(a):
     the difference of the two smaller tails in log space, log(e_hi) + log(-expm1(log e_lo -
     log e_hi)) (no cancellation against 1), and 1 - e(|a_k|) - e(a_{k+1}) for a cell that
     contains 0 (its mass is not small there)."""
-    log_e, e = _normal_small_tail(jnp.abs(a))
+    xp = _xp.namespace(a)
+    log_e, e = _normal_small_tail(xp.abs(a))
     a_lo, a_hi = a[:-1], a[1:]
     upper = a_lo >= 0  # both ends >= 0: e(a_lo) - e(a_hi)
     straddle = (a_lo < 0) & (a_hi > 0)
-    big = jnp.where(upper, log_e[:-1], log_e[1:])  # lower cells: e(|a_hi|) - e(|a_lo|)
-    small = jnp.where(upper, log_e[1:], log_e[:-1])
-    d = jnp.where(jnp.isfinite(small), jnp.minimum(small - big, 0.0), -jnp.inf)
-    value = jnp.where(straddle, 1.0 - e[:-1] - e[1:], -jnp.expm1(jnp.where(jnp.isfinite(big), d, -1.0)))
-    out = jnp.log(jnp.maximum(value, 0.0)) + jnp.where(straddle, 0.0, big)
-    return jnp.where(straddle | jnp.isfinite(big), out, -jnp.inf)
+    big = xp.where(upper, log_e[:-1], log_e[1:])  # lower cells: e(|a_hi|) - e(|a_lo|)
+    small = xp.where(upper, log_e[1:], log_e[:-1])
+    d = xp.where(xp.isfinite(small), xp.minimum(small - big, 0.0), -xp.inf)
+    value = xp.where(straddle, 1.0 - e[:-1] - e[1:], -xp.expm1(xp.where(xp.isfinite(big), d, -1.0)))
+    out = xp.log(xp.maximum(value, 0.0)) + xp.where(straddle, 0.0, big)
+    return xp.where(straddle | xp.isfinite(big), out, -xp.inf)
 
 
 def _gaussian_mixture_tails(x, sigma, q, shift):
     """(log P(X > x), log P(X <= x)) for X ~ (1-q) N(0, s^2) + q N(shift, s^2)."""
-    log_a, log_q = jnp.log1p(-q), jnp.log(q)
+    xp = _xp.namespace(x, sigma, q)
+    log_a, log_q = xp.log1p(-q), xp.log(q)
     sf0, cdf0 = _normal_tails(x / sigma)
     sf1, cdf1 = _normal_tails((x - shift) / sigma)
     return _log_mix(log_a, sf0, log_q, sf1), _log_mix(log_a, cdf0, log_q, cdf1)
@@ -138,7 +145,8 @@ def _gaussian_mixture_tails(x, sigma, q, shift):
 
 def _gaussian_remove_both(x, sigma, q):
     """The mixture's and N(0, s^2)'s tails at x, sharing the N(0, s^2) component's log_ndtr."""
-    log_a, log_q = jnp.log1p(-q), jnp.log(q)
+    xp = _xp.namespace(x, sigma, q)
+    log_a, log_q = xp.log1p(-q), xp.log(q)
     sf0, cdf0 = _normal_tails(x / sigma)
     sf1, cdf1 = _normal_tails((x - 1.0) / sigma)
     return _log_mix(log_a, sf0, log_q, sf1), _log_mix(log_a, cdf0, log_q, cdf1), sf0, cdf0
@@ -153,13 +161,14 @@ def _gaussian_replace_inverse(l, sigma, q):
     """x with L(x) = l for the replace pair, from the quadratic in t = exp(x / (2 s^2)):
     q c t^2 + a (1 - e^l) t - e^l q c = 0, a = 1 - q, c = exp(-1 / (8 s^2)); in log-space
     and in the form without cancellation on each side of l = 0."""
-    log_a = jnp.log1p(-q)
-    log_2qc = _LOG2 + jnp.log(q) - 1.0 / (8.0 * sigma**2)
-    em = jnp.expm1(l)
-    log_aem = log_a + jnp.log(jnp.abs(em))  # log(a |e^l - 1|)
-    log_root = 0.5 * jnp.logaddexp(2.0 * log_aem, 2.0 * log_2qc + l)  # log sqrt(disc)
+    xp = _xp.namespace(l, sigma, q)
+    log_a = xp.log1p(-q)
+    log_2qc = _LOG2 + xp.log(q) - 1.0 / (8.0 * sigma**2)
+    em = xp.expm1(l)
+    log_aem = log_a + xp.log(xp.abs(em))  # log(a |e^l - 1|)
+    log_root = 0.5 * xp.logaddexp(2.0 * log_aem, 2.0 * log_2qc + l)  # log sqrt(disc)
     # l >= 0: t = (a em + sqrt(disc)) / (2qc);  l < 0: t = 2qc e^l / (sqrt(disc) - a em)
-    log_t = jnp.where(l >= 0, jnp.logaddexp(log_aem, log_root) - log_2qc, log_2qc + l - jnp.logaddexp(log_aem, log_root))
+    log_t = xp.where(l >= 0, xp.logaddexp(log_aem, log_root) - log_2qc, log_2qc + l - xp.logaddexp(log_aem, log_root))
     return 2.0 * sigma**2 * log_t
 
 
@@ -167,9 +176,10 @@ def _gaussian_component_cells(x, sigma, q):
     """log cell masses of N(0, s^2) and of the mixture (1-q) N(0, s^2) + q N(1, s^2) between
     increasing points x: the mixture's as the mixture of its components' cells (each from its
     own smaller tail: no cancellation where the components' tails differ in size)."""
+    xp = _xp.namespace(x, sigma, q)
     c0 = _normal_log_cells(x / sigma)
     c1 = _normal_log_cells((x - 1.0) / sigma)
-    return _log_mix(jnp.log1p(-q), c0, jnp.log(q), c1), c0
+    return _log_mix(xp.log1p(-q), c0, xp.log(q), c1), c0
 
 
 def gaussian_remove_cells(l, sigma, q):
@@ -187,7 +197,8 @@ def gaussian_replace_tails(l, sigma, q):
 
 # --- Laplace ----------------------------------------------------------------------------------
 def _laplace_log_cdf(x, b):
-    return jnp.where(x < 0, x / b - _LOG2, jnp.log1p(-0.5 * jnp.exp(-jnp.abs(x) / b)))
+    xp = _xp.namespace(x, b)
+    return xp.where(x < 0, x / b - _LOG2, xp.log1p(-0.5 * xp.exp(-xp.abs(x) / b)))
 
 
 def _laplace_tails(x, b, shift):
@@ -197,12 +208,14 @@ def _laplace_tails(x, b, shift):
 def _laplace_remove_threshold(l, b, q):
     """x* with {L_remove <= l} = {x <= x*} (x* = +-inf outside the loss's range [-1/b, 1/b] in
     log-ratio units); L_remove(x) = log(1 - q + q exp((|x| - |x - 1|) / b))."""
-    g = b * (_log_expm1_plus(l, q) - jnp.log(q))  # |x| - |x-1| <= g
-    return jnp.where(g >= 1.0, jnp.inf, jnp.where(g < -1.0, -jnp.inf, 0.5 * (g + 1.0)))
+    xp = _xp.namespace(l, b, q)
+    g = b * (_log_expm1_plus(l, q) - xp.log(q))  # |x| - |x-1| <= g
+    return xp.where(g >= 1.0, xp.inf, xp.where(g < -1.0, -xp.inf, 0.5 * (g + 1.0)))
 
 
 def _laplace_mixture_tails(x, b, q):
-    log_a, log_q = jnp.log1p(-q), jnp.log(q)
+    xp = _xp.namespace(x, b, q)
+    log_a, log_q = xp.log1p(-q), xp.log(q)
     sf0, cdf0 = _laplace_tails(x, b, 0.0)
     sf1, cdf1 = _laplace_tails(x, b, 1.0)
     return _log_mix(log_a, sf0, log_q, sf1), _log_mix(log_a, cdf0, log_q, cdf1)
@@ -224,17 +237,19 @@ def mirrored_tails(tails, l, sigma, q, mirrored):
     traced); a select copies its operand, so each direction's numbers are those of its own
     formula. At an atom of L (Laplace) "< -l" becomes "<= -l": the split the module docstring
     allows either way."""
-    p_sf, p_cdf, q_sf, q_cdf = tails(jnp.where(mirrored, -l, l), sigma, q)
-    return (jnp.where(mirrored, q_cdf, p_sf), jnp.where(mirrored, q_sf, p_cdf),
-            jnp.where(mirrored, p_cdf, q_sf), jnp.where(mirrored, p_sf, q_cdf))
+    xp = _xp.namespace(l, sigma, q, mirrored)
+    p_sf, p_cdf, q_sf, q_cdf = tails(xp.where(mirrored, -l, l), sigma, q)
+    return (xp.where(mirrored, q_cdf, p_sf), xp.where(mirrored, q_sf, p_cdf),
+            xp.where(mirrored, p_cdf, q_sf), xp.where(mirrored, p_sf, q_cdf))
 
 
 def mirrored_cells(cells, l, sigma, q, mirrored):
     """``cells`` of the mirrored pair where ``mirrored``, as :func:`mirrored_tails`: the cell
     (l_k, l_{k+1}] of the mirrored loss is the cell [-l_{k+1}, -l_k) of the original one, with
     P and Q swapped, so the cells are evaluated at -l reversed and read back reversed."""
-    p_cell, q_cell = cells(jnp.where(mirrored, -l[::-1], l), sigma, q)
-    return jnp.where(mirrored, q_cell[::-1], p_cell), jnp.where(mirrored, p_cell[::-1], q_cell)
+    xp = _xp.namespace(l, sigma, q, mirrored)
+    p_cell, q_cell = cells(xp.where(mirrored, -l[::-1], l), sigma, q)
+    return xp.where(mirrored, q_cell[::-1], p_cell), xp.where(mirrored, p_cell[::-1], q_cell)
 
 
 def gaussian_add_tails(l, sigma, q):

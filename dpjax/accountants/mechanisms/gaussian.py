@@ -40,13 +40,12 @@ import functools
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import logsumexp
 from scipy.special import gammaln as gammaln_np
 
 from ..._x64 import float64
 from ... import _validate
+from .. import _xp
 
 _GL_NODES_PER_PANEL = 12
 _TAIL_SIGMAS = 10.0  # Gaussian tails beyond 10 sigma carry < e^-50 of the mass
@@ -57,6 +56,11 @@ _SERIES_MAX_X = 0.05
 _PANEL_BUCKETS = np.unique(np.round(8 * 1.5 ** np.arange(40)).astype(np.int64))
 _MAX_INTEGER_ORDER = 4096  # binomial sum up to here; quadrature above
 _TERM_BUCKETS = (64, 1024, _MAX_INTEGER_ORDER)  # binomial terms per order of the integer route's programs
+# at most this many (q, sigma, order) elements are computed in numpy, by the same functions
+# (dpjax.accountants._xp), not by the jitted kernels: about 100 configurations at the default
+# orders (a PLD bracket's RDP fallback, say; 64 took 0.11-0.13 s, sigma in [0.3, 3]), where
+# compiling the kernels takes 1.5-2 s on a CPU
+_NUMPY_MAX_ELEMENTS = 16384
 _MAX_PANELS = 4096  # quadrature panels per element at most; beyond, an upper bound (_log_a_minus_1_upper)
 _MAX_TERMS_PER_CHUNK = 1 << 13  # binomial terms per jitted call (cache-sized blocks)
 _NODES_PER_CHUNK = 1 << 13  # quadrature nodes per jitted call
@@ -93,7 +97,8 @@ def gaussian_rdp(noise_multiplier, orders) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 def _log_expm1(y):
     """log(exp(y) - 1) for y > 0, stable for tiny and huge y."""
-    return y + jnp.log(-jnp.expm1(-y))
+    xp = _xp.namespace(y)
+    return y + xp.log(-xp.expm1(-y))
 
 
 @functools.lru_cache(maxsize=8)
@@ -102,22 +107,25 @@ def _log_factorial_table(n: int) -> np.ndarray:
     return gammaln_np(np.arange(n + 1, dtype=np.float64) + 1.0)
 
 
-@functools.partial(jax.jit, static_argnames=("num_terms",))
-def _log_a_minus_1_integer(q, sigma, alpha, log_fact, num_terms):
+def _integer_sum(q, sigma, alpha, log_fact, num_terms):
     """log(A_a - 1) for flat arrays with integer a (as floats), 0 < q < 1, a - 1 <= num_terms.
 
     Terms k = 2 .. num_terms + 1 on a dense axis; those with k > a are masked out.
-    ``log_fact[k] = log(k!)``.
+    ``log_fact[k] = log(k!)``. On numpy or JAX arrays (:func:`_log_a_minus_1_integer` jitted).
     """
-    k_int = jnp.arange(2, num_terms + 2)
-    a_int = alpha.astype(jnp.int32)[:, None]
+    xp = _xp.namespace(q, sigma, alpha)
+    k_int = xp.arange(2, num_terms + 2)
+    a_int = alpha.astype(xp.int32)[:, None]
     valid = k_int[None, :] <= a_int
     k = k_int.astype(q.dtype)[None, :]
-    log_binom = log_fact[a_int] - log_fact[k_int][None, :] - log_fact[jnp.where(valid, a_int - k_int, 0)]
+    log_binom = log_fact[a_int] - log_fact[k_int][None, :] - log_fact[xp.where(valid, a_int - k_int, 0)]
     qq, s, a = q[:, None], sigma[:, None], alpha[:, None]
-    log_pmf = log_binom + k * jnp.log(qq) + (a - k) * jnp.log1p(-qq)
+    log_pmf = log_binom + k * xp.log(qq) + (a - k) * xp.log1p(-qq)
     terms = log_pmf + _log_expm1(k * (k - 1.0) / (2.0 * s**2))
-    return logsumexp(jnp.where(valid, terms, -jnp.inf), axis=-1)
+    return _xp.logsumexp(xp.where(valid, terms, -xp.inf), axis=-1)
+
+
+_log_a_minus_1_integer = jax.jit(_integer_sum, static_argnames=("num_terms",))
 
 
 def _integer_orders(q, sigma, alpha) -> np.ndarray:
@@ -138,20 +146,27 @@ def _integer_orders(q, sigma, alpha) -> np.ndarray:
         q, sigma, alpha, bucket, pad_order=2.0,
         chunk_for=lambda num_terms: _pow2_floor(max(16, _MAX_TERMS_PER_CHUNK // num_terms)),
         kernel=lambda qs, ss, aa, num_terms: _log_a_minus_1_integer(qs, ss, aa, log_fact, num_terms),
+        numpy_kernel=lambda qs, ss, aa, num_terms: _integer_sum(qs, ss, aa, log_fact, num_terms),
     )
 
 
-def _run_bucketed(q, sigma, alpha, bucket, *, pad_order, chunk_for, kernel) -> np.ndarray:
+def _run_bucketed(q, sigma, alpha, bucket, *, pad_order, chunk_for, kernel, numpy_kernel=None) -> np.ndarray:
     """Apply ``kernel(q, sigma, alpha, b)`` to the elements of each bucket value b in chunks of
     ``chunk_for(b)`` (padded with q = 0.5, sigma = 1, alpha = ``pad_order``), so that each
     bucket compiles once whatever the number of elements (a chunk sized by the count would
-    compile a program per power of two of counts)."""
+    compile a program per power of two of counts). ``numpy_kernel``: the same function on
+    numpy arrays, used instead (unpadded) for at most :data:`_NUMPY_MAX_ELEMENTS` elements."""
     out = np.empty(alpha.shape)
+    small = numpy_kernel is not None and alpha.size <= _NUMPY_MAX_ELEMENTS
     for b in np.unique(bucket):
         idx = np.flatnonzero(bucket == b)
         chunk = chunk_for(int(b))
         for lo in range(0, idx.size, chunk):
             sel = idx[lo : lo + chunk]
+            if small:
+                with np.errstate(all="ignore"):  # logs of 0 and exps of -inf are expected (-inf and 0)
+                    out[sel] = numpy_kernel(q[sel], sigma[sel], alpha[sel], int(b))
+                continue
             pad = chunk - sel.size
             res = kernel(
                 np.concatenate([q[sel], np.full(pad, 0.5)]),
@@ -174,51 +189,56 @@ def _log_a_minus_1_integrand(u, q, alpha):
 
     Seven transcendental calls per node (this is the hot loop): every branch below shares them.
     """
+    xp = _xp.namespace(u, q, alpha)
     big = u > _U_MAX
-    e = jnp.expm1(jnp.minimum(u, _U_MAX))
-    log_q = jnp.log(q)
+    e = xp.expm1(xp.minimum(u, _U_MAX))
+    log_q = xp.log(q)
     # where e^u would overflow, x = q e^u is carried by its logarithm; it can still be small
     # (q < e^-600, e.g. q = 1e-290), so log1p terms are log-add-exps, not log x
     log_x_big = log_q + u
-    x = jnp.where(big, jnp.exp(jnp.minimum(log_x_big, 700.0)), q * e)
-    log1p_x = jnp.where(big, jnp.logaddexp(0.0, log_x_big), jnp.log1p(x))
+    x = xp.where(big, xp.exp(xp.minimum(log_x_big, 700.0)), q * e)
+    log1p_x = xp.where(big, xp.logaddexp(0.0, log_x_big), xp.log1p(x))
     y = alpha * log1p_x
-    log_1p_ax = jnp.where(big, jnp.logaddexp(0.0, jnp.log(alpha) + log_x_big), jnp.log1p(alpha * jnp.maximum(x, 0.0)))
+    log_1p_ax = xp.where(big, xp.logaddexp(0.0, xp.log(alpha) + log_x_big), xp.log1p(alpha * xp.maximum(x, 0.0)))
     # Closed form f = e^y - (1 + a x). For y > 0 (x > 0), factor out e^y:
     #   f = e^y * (-expm1(log(1 + a x) - y)); for y <= 0: f = expm1(y) - a x (moderate terms).
     positive = y > 0
-    em = jnp.expm1(jnp.where(positive, jnp.minimum(log_1p_ax - y, 0.0), y))
-    closed = jnp.where(positive, -em, em - alpha * x)
+    em = xp.expm1(xp.where(positive, xp.minimum(log_1p_ax - y, 0.0), y))
+    closed = xp.where(positive, -em, em - alpha * x)
     # Taylor where the closed form would cancel (|x| small and a|x| <= 1):
     #   f = C(a,2) x^2 [1 + sum_{j>=3} ...], coefficient ratio (a - j) x / (j + 1); Horner.
-    use_series = (jnp.abs(x) <= _SERIES_MAX_X) & (alpha * jnp.abs(x) <= 1.0)
-    xs = jnp.clip(x, -_SERIES_MAX_X, _SERIES_MAX_X)
-    poly = jnp.ones_like(xs)
+    use_series = (xp.abs(x) <= _SERIES_MAX_X) & (alpha * xp.abs(x) <= 1.0)
+    xs = xp.clip(x, -_SERIES_MAX_X, _SERIES_MAX_X)
+    poly = xp.ones_like(xs)
     for j in range(2 + _SERIES_TERMS, 2, -1):
         poly = 1.0 + poly * ((alpha - (j - 1)) / j) * xs
     series = (alpha * (alpha - 1.0) / 2.0) * (xs * xs) * poly
-    inner = jnp.where(use_series, series, closed)
-    return jnp.log(inner) + jnp.where(use_series | ~positive, 0.0, y)
+    inner = xp.where(use_series, series, closed)
+    return xp.log(inner) + xp.where(use_series | ~positive, 0.0, y)
 
 
-@functools.partial(jax.jit, static_argnames=("num_panels",))
-def _log_a_minus_1_fractional(q, sigma, alpha, num_panels):
-    """log(A_a - 1) for flat arrays (0 < q < 1) by composite Gauss–Legendre."""
+def _quadrature(q, sigma, alpha, num_panels):
+    """log(A_a - 1) for flat arrays (0 < q < 1) by composite Gauss–Legendre, on numpy or JAX
+    arrays (:func:`_log_a_minus_1_fractional` jitted)."""
+    xp = _xp.namespace(q, sigma, alpha)
     nodes, weights = np.polynomial.legendre.leggauss(_GL_NODES_PER_PANEL)
     t = ((np.arange(num_panels) + 0.5)[:, None] + 0.5 * nodes[None, :]).reshape(-1)  # in panel units
     log_wt = np.tile(np.log(weights), num_panels)
     lo = -_TAIL_SIGMAS * sigma
-    hi = jnp.maximum(alpha, 2.0) + _TAIL_SIGMAS * sigma
+    hi = xp.maximum(alpha, 2.0) + _TAIL_SIGMAS * sigma
     panel = (hi - lo) / num_panels
     z = lo[:, None] + panel[:, None] * t[None, :]
     s = sigma[:, None]
     u = (2.0 * z - 1.0) / (2.0 * s**2)
     log_phi_w = (
         -0.5 * (z / s) ** 2
-        + (jnp.log(0.5 * panel) - jnp.log(sigma) - 0.5 * math.log(2.0 * math.pi))[:, None]
+        + (xp.log(0.5 * panel) - xp.log(sigma) - 0.5 * math.log(2.0 * math.pi))[:, None]
         + log_wt[None, :]
     )
-    return logsumexp(log_phi_w + _log_a_minus_1_integrand(u, q[:, None], alpha[:, None]), axis=-1)
+    return _xp.logsumexp(log_phi_w + _log_a_minus_1_integrand(u, q[:, None], alpha[:, None]), axis=-1)
+
+
+_log_a_minus_1_fractional = jax.jit(_quadrature, static_argnames=("num_panels",))
 
 
 def _panels_needed(sigma, alpha) -> np.ndarray:
@@ -241,7 +261,7 @@ def _fractional_orders(q, sigma, alpha) -> np.ndarray:
         out[quad] = _run_bucketed(
             q[quad], sigma[quad], alpha[quad], bucket, pad_order=1.5,
             chunk_for=lambda panels: _pow2_floor(max(16, _NODES_PER_CHUNK // (panels * _GL_NODES_PER_PANEL))),
-            kernel=_log_a_minus_1_fractional,
+            kernel=_log_a_minus_1_fractional, numpy_kernel=_quadrature,
         )
     if not np.all(quad):
         out[~quad] = _log_a_minus_1_upper(q[~quad], sigma[~quad], alpha[~quad])
