@@ -11,7 +11,10 @@ the same run are those ideal tests.
 (a) Gaussian pairs N(0, 1) vs N(mu, 1), mu in {0.5, 1, 2, 3} (truth: the analytic Gaussian
     mechanism, Balle & Wang 2018); and the coverage of the plug-in estimate's 95% interval on
     Gaussian pairs at 20,000 samples a side (:func:`plugin_coverage`: how many of 50 runs per
-    cell, 400 with ``--full``, hold the truth, with the Monte Carlo error).
+    cell, 400 with ``--full``, hold the truth, with the Monte Carlo error); and the same for the
+    Rényi estimate's interval at orders 1.5, 2, 4, 8 on N(0, 1) vs N(mu, sd^2), mu in {0.5, 1},
+    sd in {1, 1.1} (:func:`renyi_coverage`; truth: the Gaussian closed form), with how many runs
+    resolve each order.
 (b) ULA on Bayesian linear regression, the last iterate (Gaussian under both datasets: the exact
     law, :mod:`dpjax.accountants.samplers.exact`).
 (c) The last iterate of a Poisson-subsampled noisy sum with a gradient canary (a record whose
@@ -248,12 +251,17 @@ def renyi_coverage(mu: float, sd: float = 1.0, orders=RENYI_COVERAGE_ORDERS, *, 
 
 
 def case_coverage(runs: int, samples: int, seed: int) -> list:
-    """Case (a'): the plug-in interval's coverage on :data:`COVERAGE_CELLS` (see :func:`plugin_coverage`)."""
+    """Case (a'): the plug-in interval's coverage on :data:`COVERAGE_CELLS` (see :func:`plugin_coverage`)
+    and the Rényi estimate's on :data:`RENYI_COVERAGE_CELLS` (see :func:`renyi_coverage`)."""
     rows = []
     for mu, delta in COVERAGE_CELLS:
         row = plugin_coverage(mu, delta, samples=samples, runs=runs, seed=seed)
         row.update(case="a", name=f"plug-in interval coverage, Gaussian pair mu = {mu:g}, delta = {delta:g}, {samples:,} a side")
         rows.append(row)
+    for mu, sd in RENYI_COVERAGE_CELLS:
+        for row in renyi_coverage(mu, sd, samples=samples, runs=runs, seed=seed):
+            row.update(case="a", name=f"Rényi interval coverage, N(0, 1) vs N({mu:g}, {sd:g}^2), order {row['order']:g}, {samples:,} a side")
+            rows.append(row)
     return rows
 
 
