@@ -221,7 +221,8 @@ def renyi_coverage(mu: float, sd: float = 1.0, orders=RENYI_COVERAGE_ORDERS, *, 
     wholly below / above the truth), resolved (runs with ``resolved`` True) and covered_resolved
     (of those, how many hold the truth), mean_estimate and bias (mean of ``rdp`` minus truth,
     over all runs; unresolved estimates are floors), bias_resolved (the same over resolved runs;
-    nan if none), seconds (for all orders together)."""
+    nan if none), seconds (for all orders together). An infinite truth is held only by an interval
+    open above (an unresolved order)."""
     from ..estimators import renyi_estimate
 
     a = np.asarray(orders, dtype=np.float64)
