@@ -11,7 +11,10 @@ the same run are those ideal tests.
 (a) Gaussian pairs N(0, 1) vs N(mu, 1), mu in {0.5, 1, 2, 3} (truth: the analytic Gaussian
     mechanism, Balle & Wang 2018); and the coverage of the plug-in estimate's 95% interval on
     Gaussian pairs at 20,000 samples a side (:func:`plugin_coverage`: how many of 50 runs per
-    cell, 400 with ``--full``, hold the truth, with the Monte Carlo error).
+    cell, 400 with ``--full``, hold the truth, with the Monte Carlo error); and the same for the
+    Rényi estimate's interval at orders 1.5, 2, 4, 8 on N(0, 1) vs N(mu, sd^2), mu in {0.5, 1},
+    sd in {1, 1.1} (:func:`renyi_coverage`; truth: the Gaussian closed form), with how many runs
+    resolve each order.
 (b) ULA on Bayesian linear regression, the last iterate (Gaussian under both datasets: the exact
     law, :mod:`dpjax.accountants.samplers.exact`).
 (c) The last iterate of a Poisson-subsampled noisy sum with a gradient canary (a record whose
@@ -185,13 +188,81 @@ def plugin_coverage(mu: float, delta: float, *, samples: int = COVERAGE_SAMPLES,
                 seconds=time.perf_counter() - start)
 
 
+# Where the Rényi estimate's interval coverage is measured: N(0, 1) vs N(mu, sd^2) (sd = 1: the
+# equal-variance pair, D_a = a mu^2 / 2 both ways; sd = 1.1: unequal variances, whose larger
+# direction has a likelihood ratio with Gaussian-growing tails and is finite only for a < 1 / (1 -
+# 1 / 1.1^2) = 5.76), at the orders of the issue and one above and below them.
+RENYI_COVERAGE_CELLS = ((0.5, 1.0), (1.0, 1.0), (0.5, 1.1), (1.0, 1.1))
+RENYI_COVERAGE_ORDERS = (1.5, 2.0, 4.0, 8.0)
+
+
+def gaussian_pair_rdp(mu: float, sd: float, orders) -> np.ndarray:
+    """max(D_a(P || Q), D_a(Q || P)) for P = N(0, 1), Q = N(mu, sd^2): the quantity
+    :func:`~dpjax.estimators.renyi_estimate` estimates (Gil, Alajaji & Linder 2013 closed form,
+    :func:`~dpjax.accountants.mechanisms.gaussian_divergence.gaussian_renyi`; +inf where one
+    direction diverges)."""
+    from ..accountants.mechanisms.gaussian_divergence import gaussian_renyi
+
+    a = np.asarray(orders, dtype=np.float64)
+    one, var = np.array([[1.0]]), np.array([[sd * sd]])
+    pq = gaussian_renyi(np.zeros(1), one, np.array([mu]), var, a)
+    qp = gaussian_renyi(np.array([mu]), var, np.zeros(1), one, a)
+    return np.maximum(pq, qp)
+
+
+def renyi_coverage(mu: float, sd: float = 1.0, orders=RENYI_COVERAGE_ORDERS, *, samples: int = COVERAGE_SAMPLES, runs: int = 50,
+                   seed: int = 0, confidence: float = 0.95) -> list:
+    """How often :func:`~dpjax.estimators.renyi_estimate`'s interval [``rdp_lower``,
+    ``rdp_upper``] holds the truth (:func:`gaussian_pair_rdp`) on N(0, 1) vs N(mu, sd^2), from
+    ``runs`` independent draws of ``samples`` a side; one row per order.
+
+    Each row: mu, sd, order, truth, runs, samples, covered, coverage, mc_error (binomial standard
+    error as in :func:`plugin_coverage`), truth_above / truth_below (runs whose interval lies
+    wholly below / above the truth), resolved (runs with ``resolved`` True) and covered_resolved
+    (of those, how many hold the truth), mean_estimate and bias (mean of ``rdp`` minus truth,
+    over all runs; unresolved estimates are floors), bias_resolved (the same over resolved runs;
+    nan if none), seconds (for all orders together). An infinite truth is held only by an interval
+    open above (an unresolved order)."""
+    from ..estimators import renyi_estimate
+
+    a = np.asarray(orders, dtype=np.float64)
+    truth = gaussian_pair_rdp(mu, sd, a)
+    lower, upper, point, resolved = (np.empty((runs, a.size)) for _ in range(4))
+    start = time.perf_counter()
+    for r in range(runs):
+        rng = np.random.default_rng([seed, r])
+        p = rng.standard_normal(samples)
+        q = mu + sd * rng.standard_normal(samples)
+        est = renyi_estimate(p, q, a, confidence=confidence, seed=seed + r)
+        lower[r], upper[r], point[r], resolved[r] = est.rdp_lower, est.rdp_upper, est.rdp, est.resolved
+    seconds = time.perf_counter() - start
+    rows = []
+    for j, order in enumerate(a):
+        hit = (lower[:, j] <= truth[j]) & (truth[j] <= upper[:, j])
+        ok = resolved[:, j].astype(bool)
+        coverage = float(np.mean(hit))
+        worst = max(coverage * (1 - coverage), confidence * (1 - confidence))
+        rows.append(dict(mu=float(mu), sd=float(sd), order=float(order), truth=float(truth[j]), runs=runs, samples=samples,
+                         covered=int(hit.sum()), coverage=coverage, mc_error=math.sqrt(worst / runs), nominal=confidence,
+                         truth_above=int(np.sum(upper[:, j] < truth[j])), truth_below=int(np.sum(lower[:, j] > truth[j])),
+                         resolved=int(ok.sum()), covered_resolved=int(np.sum(hit & ok)),
+                         mean_estimate=float(np.mean(point[:, j])), bias=float(np.mean(point[:, j]) - truth[j]),
+                         bias_resolved=float(np.mean(point[ok, j]) - truth[j]) if ok.any() else math.nan, seconds=seconds))
+    return rows
+
+
 def case_coverage(runs: int, samples: int, seed: int) -> list:
-    """Case (a'): the plug-in interval's coverage on :data:`COVERAGE_CELLS` (see :func:`plugin_coverage`)."""
+    """Case (a'): the plug-in interval's coverage on :data:`COVERAGE_CELLS` (see :func:`plugin_coverage`)
+    and the Rényi estimate's on :data:`RENYI_COVERAGE_CELLS` (see :func:`renyi_coverage`)."""
     rows = []
     for mu, delta in COVERAGE_CELLS:
         row = plugin_coverage(mu, delta, samples=samples, runs=runs, seed=seed)
         row.update(case="a", name=f"plug-in interval coverage, Gaussian pair mu = {mu:g}, delta = {delta:g}, {samples:,} a side")
         rows.append(row)
+    for mu, sd in RENYI_COVERAGE_CELLS:
+        for row in renyi_coverage(mu, sd, samples=samples, runs=runs, seed=seed):
+            row.update(case="a", name=f"Rényi interval coverage, N(0, 1) vs N({mu:g}, {sd:g}^2), order {row['order']:g}, {samples:,} a side")
+            rows.append(row)
     return rows
 
 
