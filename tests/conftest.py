@@ -87,10 +87,10 @@ def jax_engine(monkeypatch):
     its jitted kernels: small jobs otherwise run in numpy (dpjax.accountants.composition.pld_numpy),
     which compiles nothing; tests of the engine's programs (what compiles, how work is cut into
     calls) take this fixture."""
-    from dpjax.accountants.composition import pld_numpy
+    from dpjax.accountants.composition import pld_plan
     from dpjax.accountants.mechanisms import gaussian
 
-    monkeypatch.setattr(pld_numpy, "MAX_CONFIGURATIONS", 0)
+    monkeypatch.setattr(pld_plan, "MAX_CONFIGURATIONS", 0)
     monkeypatch.setattr(gaussian, "_NUMPY_MAX_ELEMENTS", 0)
 
 

@@ -173,9 +173,9 @@ def test_two_processes_share_a_fresh_cache_then_a_third_compiles_nothing(tmp_pat
 ACCOUNTANTS = COUNTING + textwrap.dedent(
     """
     from dpjax.accountants import calibrate_noise_multiplier, calibrate_sampling_rate, calibrate_steps, pld_curve
-    from dpjax.accountants.composition import pld_numpy
+    from dpjax.accountants.composition import pld_plan
     from dpjax.accountants.mechanisms import gaussian
-    pld_numpy.MAX_CONFIGURATIONS = 0  # the jitted engine (small jobs otherwise run in numpy, compiling nothing)
+    pld_plan.MAX_CONFIGURATIONS = 0  # the jitted engine (small jobs otherwise run in numpy, compiling nothing)
     gaussian._NUMPY_MAX_ELEMENTS = 0
     answers = [
         pld_curve(1.0, 0.1, 20).epsilon(1e-5),

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from dpjax.accountants import calibrate_noise_multiplier, pld_curve, pld_epsilons, pld_sequence_curve
-from dpjax.accountants.composition import pld_numpy
+from dpjax.accountants.composition import pld_plan
 from dpjax.accountants.mechanisms import gaussian
 
 PESSIMISTIC_RTOL = {1e-3: 1e-9, 1e-5: 1e-9, 1e-9: 1e-5}
@@ -59,8 +59,8 @@ def _configurations(seed: int, count: int = 5):
 
 
 def _engine(monkeypatch, name: str):
-    monkeypatch.setattr(pld_numpy, "MAX_CONFIGURATIONS", 64 if name == "numpy" else 0)
-    monkeypatch.setattr(pld_numpy, "ACCELERATOR_MAX_CONFIGURATIONS", 64 if name == "numpy" else 0)
+    monkeypatch.setattr(pld_plan, "MAX_CONFIGURATIONS", 64 if name == "numpy" else 0)
+    monkeypatch.setattr(pld_plan, "ACCELERATOR_MAX_CONFIGURATIONS", 64 if name == "numpy" else 0)
     monkeypatch.setattr(gaussian, "_NUMPY_MAX_ELEMENTS", 16384 if name == "numpy" else 0)
 
 
@@ -108,9 +108,9 @@ def test_numpy_path_matches_the_jitted_engine(kind, monkeypatch):
             assert np.all(_rel(got[1][i], want[1][i]) <= OPTIMISTIC_RTOL[d])
         assert np.all(np.abs(got[2] - want[2]) <= 1e-14 + 1e-9 * want[2])
         assert np.all(np.abs(got[3] - want[3]) <= 1e-12 + 1e-9 * want[3])
-    for (pess, opt), (pess_j, opt_j), d in zip(runs["numpy"]["alone"], runs["jax"]["alone"], (1e-5, 1e-9)):
-        assert np.all(_rel(pess, pess_j) <= ALONE_RTOL[d])
-        assert np.all(_rel(opt, opt_j) <= OPTIMISTIC_RTOL[d])
+    for got, want, d in zip(runs["numpy"]["alone"], runs["jax"]["alone"], (1e-5, 1e-9)):
+        assert np.all(_rel(got.epsilon, want.epsilon) <= ALONE_RTOL[d])
+        assert np.all(_rel(got.optimistic_epsilon, want.optimistic_epsilon) <= OPTIMISTIC_RTOL[d])
 
 
 def test_numpy_path_matches_the_engine_on_a_sequence_and_eps_alone_without_the_optimistic_side(monkeypatch):
@@ -121,7 +121,8 @@ def test_numpy_path_matches_the_engine_on_a_sequence_and_eps_alone_without_the_o
         _engine(monkeypatch, name)
         curve = pld_sequence_curve([1.1, 2.0, 0.9], [0.01, 0.04, 0.002], [300, 50, 2000], value_discretization_interval=5e-4)
         alone = pld_epsilons([1.3, 2.2], [0.02, 0.003], [700, 4000], 1e-6, value_discretization_interval=5e-4, optimistic=False)
-        out[name] = (curve.pld.pld_epsilon(DELTAS), curve.pld.epsilon(DELTAS[:2], optimistic=True), alone[0], alone[1])
+        out[name] = (curve.pld.pld_epsilon(DELTAS), curve.pld.epsilon(DELTAS[:2], optimistic=True), alone.epsilon,
+                     alone.optimistic_epsilon)
     for i, d in enumerate(DELTAS):
         assert np.all(_rel(out["numpy"][0][i], out["jax"][0][i]) <= PESSIMISTIC_RTOL[d])
     assert np.all(_rel(out["numpy"][1], out["jax"][1]) <= OPTIMISTIC_RTOL[1e-5])
@@ -179,7 +180,7 @@ COUNT_COMPILES = textwrap.dedent(
     answers.append(curve.compose(curve).epsilon(1e-5))  # PLDBracket.compose
     wide = pld_curve(1.4, 0.0067, 4637)  # a wide bracket: the RDP fallback answers where smaller
     answers += [wide.epsilon(1e-5), wide.pld.source(1e-5) == "pld"]
-    answers += list(pld_epsilons([1.0, 2.0], [0.01, 0.03], [100, 1000], 1e-8)[0])
+    answers += list(pld_epsilons([1.0, 2.0], [0.01, 0.03], [100, 1000], 1e-8).epsilon)
     answers.append(calibrate_noise_multiplier(2.0, 1e-5, 0.01, 1000, accountant="pld").value)
     print(json.dumps(dict(compiled=len(compiled), answers=[float(a) for a in answers])))
     """
@@ -205,13 +206,13 @@ def test_the_rule_sends_many_configurations_or_huge_grids_to_the_engine(monkeypa
     backend is asked only above that), and never for a step's grid above MAX_GRID_POINTS."""
     import jax
 
-    assert pld_numpy.applies(1, [10_000]) and pld_numpy.applies(pld_numpy.MAX_CONFIGURATIONS, [10_000])
-    assert not pld_numpy.applies(pld_numpy.MAX_CONFIGURATIONS + 1, [10_000])
-    assert not pld_numpy.applies(1, [pld_numpy.MAX_GRID_POINTS + 1])
+    assert pld_plan.numpy_applies(1, [10_000]) and pld_plan.numpy_applies(pld_plan.MAX_CONFIGURATIONS, [10_000])
+    assert not pld_plan.numpy_applies(pld_plan.MAX_CONFIGURATIONS + 1, [10_000])
+    assert not pld_plan.numpy_applies(1, [pld_plan.MAX_GRID_POINTS + 1])
     asked = []
     monkeypatch.setattr(jax, "default_backend", lambda: asked.append(1) or "gpu")
-    assert pld_numpy.applies(pld_numpy.ACCELERATOR_MAX_CONFIGURATIONS, [10_000]) and not asked
-    assert not pld_numpy.applies(pld_numpy.ACCELERATOR_MAX_CONFIGURATIONS + 1, [10_000]) and asked
+    assert pld_plan.numpy_applies(pld_plan.ACCELERATOR_MAX_CONFIGURATIONS, [10_000]) and not asked
+    assert not pld_plan.numpy_applies(pld_plan.ACCELERATOR_MAX_CONFIGURATIONS + 1, [10_000]) and asked
 
 
 def test_calibration_in_numpy_matches_the_engine(monkeypatch):

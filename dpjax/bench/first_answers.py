@@ -44,9 +44,9 @@ DPJAX = textwrap.dedent(
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, seconds, **kw: compiled.append(event) if event == "/jax/core/compile/backend_compile_duration" else None)
     if ENGINE:
-        from dpjax.accountants.composition import pld_numpy
+        from dpjax.accountants.composition import pld_plan
         from dpjax.accountants.mechanisms import gaussian
-        pld_numpy.MAX_CONFIGURATIONS = 0
+        pld_plan.MAX_CONFIGURATIONS = 0
         gaussian._NUMPY_MAX_ELEMENTS = 0
     times, pess, opt = [], [], []
     for sigma, q, steps in CONFIGS:

@@ -11,7 +11,7 @@ Batched: ``noise_multiplier``, ``sampling_rate`` and ``steps`` broadcast, and al
 configurations are computed together (vmapped and jitted in chunks of configurations that
 share a grid size; compiled once per grid size, never per value). A few configurations are
 computed in numpy instead, by the same functions on the same plan, compiling nothing
-(:mod:`dpjax.accountants.composition.pld_numpy`; the rule is its ``applies``).
+(:mod:`dpjax.accountants.composition.pld_numpy`; the rule is :func:`.pld_plan.numpy_applies`).
 """
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ from .. import _convention
 from . import pld as _pld
 from . import pld_pairs
 from ..curve import PrivacyCurve, Provenance
-from .pld_bracket import DEFAULT_TAIL, MAX_GRID, PLDBracket, RDPFallback, _flag, _next_pow2, _trim, compose_plds
+from .pld_bracket import DEFAULT_TAIL, PLDBracket, RDPFallback, _flag, _trim, compose_plds
+from .pld_plan import (KEPT_TILTS, MAX_GRID, TILT_ALWAYS_BELOW, TILT_NEEDED, GridLimitError, _next_pow2, numpy_applies,
+                       raise_window_limit as _raise_window_limit, window as _window)
 
 MECHANISMS = ("gaussian", "laplace")
 DEFAULT_INTERVAL = 1e-4  # dp_accounting's default value_discretization_interval
@@ -38,29 +40,7 @@ CHUNK_ELEMENTS = 2**21  # configurations x grid points per call: fixed chunk sha
 # caches (measured on a 2-core EPYC: 2^19 runs at half the time per point of 2^21), and at
 # least 2 configurations per call for the two cores (a single FFT is not parallelised)
 COMPOSE_CHUNK_ELEMENTS = 2**19
-# eps alone: the tilted composition runs where R exceeds this fraction of the asked delta (the
-# pointwise bound then moves delta by less than 0.1%, never more than R did at +inf before), and
-# at once (no untilted pass first) for every configuration when the asked delta is below
-# TILT_ALWAYS_BELOW, where it is nearly always needed
-TILT_NEEDED = 1e-3
-TILT_ALWAYS_BELOW = 1e-7
-# a kept PLD's tilts: the upper-tail masses they aim at. Each bounds the masses near and above
-# where the tail is its target to a relative ~1e-10 (pld.tilted_upper_bound); three cover
-# deltas from the round-off bound (~1e-9) down to the floor, heavy tails (small q) included
-KEPT_TILTS = (1e-6, 1e-10, 1e-14)
 BLOCKS_PER_CALL = 64  # blocks of DISCRETISE_BLOCK cells per CPU call (2^17 cells: within the caches; 4x as many ran 1.5x slower per cell)
-
-
-class GridLimitError(ValueError):
-    """The PLD of some configurations needs more grid points than ``MAX_GRID`` at this
-    ``value_discretization_interval``: ``configurations`` (flat indices into the broadcast
-    batch) and ``points`` (what each needs). A ``ValueError``; the calibration catches it to
-    coarsen the grid for those configurations."""
-
-    def __init__(self, message: str, configurations, points):
-        super().__init__(message)
-        self.configurations = np.asarray(configurations, dtype=np.int64)
-        self.points = np.asarray(points, dtype=np.int64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,25 +289,6 @@ def _plan(kind, sigma, q, steps, step, tail):
     return _Plan(kind, sigma, q, steps, k_lo, k_hi)
 
 
-def _window(lambdas, lm_pos, lm_neg, offset, top_support, length, step, tail):
-    """Window start A and FFT length n (a power of two) per configuration from the Chernoff
-    bounds: at most ``tail`` of the composed mass lies below A h or above (A + n - 1) h."""
-    log_tail = math.log(tail)
-    with np.errstate(invalid="ignore", over="ignore"):
-        a_lo = np.nanmax(np.where(np.isfinite(lm_neg), (log_tail - lm_neg) / lambdas, -np.inf), axis=-1)
-        a_hi = np.nanmin(np.where(np.isfinite(lm_pos), (lm_pos - log_tail) / lambdas, np.inf), axis=-1)
-    start = np.where(np.isfinite(a_lo), np.floor(a_lo / step) + 1, offset)
-    start = np.clip(start, offset, top_support).astype(np.int64)
-    top = np.where(np.isfinite(a_hi), np.ceil(a_hi / step), top_support)
-    top = np.clip(top, start, top_support).astype(np.int64)
-    support = top_support - offset + 1
-    need = np.where(support <= np.maximum(top - start + 1, length), support, top - start + 1)
-    need = np.maximum(need, length)
-    n = np.array([_next_pow2(x) for x in need], dtype=np.int64)
-    start = np.where(support <= n, offset, np.minimum(start, np.maximum(offset, top_support - n + 1)))
-    return start, n
-
-
 @_x64.float64
 def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, optimistic=True, skip_over_limit=False):
     """Compose each configuration (rows of the (B, S) arrays: S stages) for one pair kind.
@@ -359,7 +320,7 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
     # a few configurations in numpy (no compilation: pld_numpy), more by the jitted engine
     from . import pld_numpy
 
-    engine = pld_numpy.composed_sets if pld_numpy.applies(nconf, length_each) else _composed_sets
+    engine = pld_numpy.composed_sets if numpy_applies(nconf, length_each) else _composed_sets
     try:
         composed = engine(plan, groups, np.unique(length_pow2), step, tail, deltas, keep, max_grid, optimistic, skip_over_limit)
     except GridLimitError as err:  # its positions are in the order of idx
@@ -451,14 +412,6 @@ def _discretise_group(plan, idx, length, step, optimistic=True):
         pess, pess_inf, opt, opt_inf = _discretise_exact(plan.kind, sigma, q, k_lo, k_hi, length, step, optimistic)
         sets = [(pess, pess_inf, k_lo, k_hi, True), (opt, opt_inf, k_lo, k_hi, False)]
     return sets if optimistic else [st for st in sets if st[4]]
-
-
-def _raise_window_limit(over, n_conf, steps, step, max_grid):
-    bad = int(np.flatnonzero(over)[0])
-    raise GridLimitError(
-        f"value_discretization_interval={step:g} is too fine for this accounting: the composed PLD needs an FFT of "
-        f"{int(n_conf[bad])} > {max_grid} points (steps={steps[bad].tolist()}); use a coarser interval or fewer steps",
-        np.flatnonzero(over), n_conf[over])
 
 
 def _compose_set(pmfs, sizes, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, keep, max_grid, tilt=True,

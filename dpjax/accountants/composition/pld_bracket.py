@@ -19,11 +19,11 @@ from ... import _validate, _x64
 from ..._result_methods import printed_by
 from .. import _convention, _xp
 from . import pld as _pld
+from .pld_plan import MAX_GRID, _next_pow2, numpy_applies
 
 __all__ = ["PLDBracket", "PLDEpsilons", "RDPFallback", "compose_plds"]
 
 DEFAULT_TAIL = 1e-15  # mass allowed outside the composed window (dp_accounting's default truncation)
-MAX_GRID = 2**24  # largest FFT length per configuration (128 MiB of float64)
 
 
 # --- bracket held by a PrivacyCurve ---------------------------------------------------------------
@@ -341,9 +341,7 @@ def compose_plds(a: _pld.DiscretePLD, b: _pld.DiscretePLD, pessimistic: bool) ->
     pa, sa, ia, ha = prep(a)
     pb, sb, ib, hb = prep(b)
     args = (np.stack([pa, pb], axis=1), np.stack([ia, ib], axis=1), np.stack([sa, sb], axis=1), np.stack([ha, hb], axis=1))
-    from . import pld_numpy  # here: it imports the accountant, which imports this module
-
-    if pld_numpy.applies(pa.shape[0], [n]):  # a few pairs: the same composition in numpy, compiling nothing
+    if numpy_applies(pa.shape[0], [n]):  # a few pairs: the same composition in numpy, compiling nothing
         with np.errstate(all="ignore"):  # logs of 0 are expected (-inf)
             out, inf, roundoff = (np.array(x) for x in zip(*(_compose_pair(*row, n, a.step) for row in zip(*args))))
     else:
@@ -354,7 +352,3 @@ def compose_plds(a: _pld.DiscretePLD, b: _pld.DiscretePLD, pessimistic: bool) ->
         out = _pld.remove_from_top(out, roundoff)
     out, start, inf = _trim(np.asarray(out)[:, : la + lb - 1], sa + sb, np.asarray(inf), DEFAULT_TAIL, pessimistic)
     return _pld.DiscretePLD(out.reshape(shape + out.shape[-1:]), start.reshape(shape), inf.reshape(shape), a.step)
-
-
-def _next_pow2(x: int) -> int:
-    return 1 << max(0, int(math.ceil(math.log2(max(int(x), 1)))))

@@ -7,7 +7,7 @@ takes 0.2 s (issue 38). A handful of configurations is computed here instead, on
 numpy, by the same functions (:mod:`.pld` and :mod:`.pld_pairs` run on numpy or JAX arrays
 alike, :mod:`dpjax.accountants._xp`) and the same plan: the same grids and their groups, the same
 discretisation (each grid one block of :func:`.pld._discretise_block`), the same Chernoff
-windows and FFT lengths (:func:`.pld_accountant._window`), the same error terms, tilts and
+windows and FFT lengths (:func:`.pld_plan.window`), the same error terms, tilts and
 trimming. Only the rounding differs: numpy's FFT, erfc and sums are not XLA's, and the eps
 of the composed PLD is read by :meth:`.pld.DiscretePLD.epsilon` (exact for it, as the
 engine's blocked query). tests/test_pld_numpy.py states and checks how closely the two
@@ -25,35 +25,9 @@ import numpy as np
 
 from .. import _xp
 from . import pld as _pld
-from . import pld_accountant as _acc
+from . import pld_plan as _plan_
 from . import pld_pairs
 from .pld_bracket import _trim
-
-# How many configurations (of one pair kind) run in numpy; more go to the jitted engine.
-# Measured on the 2-core EPYC CPU (BENCHMARKS.md, issue 38; eps alone at delta 1e-5, issue 38's
-# configuration ranges): numpy takes 20-30 ms a configuration, the engine in a fresh process
-# 20 s for 64 configurations and 40 s for 256 (compiling), and once its programs are compiled
-# (the same shapes again) 1.6 s for 64 and 9.7 s for 256 against numpy's 1.4 s and 6.9 s. The
-# engine's warm calls spread a batch over the cores (numpy runs on one), so on a CPU with more
-# cores it overtakes numpy sooner than here: 64 keeps numpy where it wins on any CPU, fresh or
-# warm. On an accelerator, whose compilation is slower still and whose warm calls are far
-# faster, numpy takes only the few configurations an interactive call asks for (the engine's
-# compilation, seconds, dwarfs their 0.03-0.3 s); JAX's backend is asked only above that.
-MAX_CONFIGURATIONS = 64
-ACCELERATOR_MAX_CONFIGURATIONS = 8
-# and at most this many points in one step's grid: beyond, one configuration is a long job
-# (an FFT of millions of points per step) for which the engine's compilation is not the cost
-MAX_GRID_POINTS = 2**22
-
-
-def applies(nconf: int, grid_points) -> bool:
-    """Whether a job of ``nconf`` configurations whose steps need ``grid_points`` grid points
-    each runs in numpy (:data:`MAX_CONFIGURATIONS` on a CPU, :data:`ACCELERATOR_MAX_CONFIGURATIONS`
-    on an accelerator, :data:`MAX_GRID_POINTS`)."""
-    if nconf > MAX_CONFIGURATIONS or int(np.max(grid_points)) > MAX_GRID_POINTS:
-        return False
-    return nconf <= ACCELERATOR_MAX_CONFIGURATIONS or jax.default_backend() == "cpu"
-
 
 def composed_sets(plan, groups, lengths, step, tail, deltas, keep, max_grid, optimistic, skip_over_limit):
     """As :func:`.pld_accountant._composed_sets`: (pessimistic?, result) of each set of stage
@@ -127,13 +101,13 @@ def _compose_set(rows, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, 
     lambdas, lm_pos, lm_neg = (np.stack([c[j] for c in chernoff]) for j in range(3))
     offset = np.sum(steps * k_lo, axis=-1)
     top_support = np.sum(steps * k_hi, axis=-1)
-    start, n_conf = _acc._window(lambdas, lm_pos, lm_neg, offset, top_support, np.max(k_hi - k_lo, axis=-1) + 1, step, tail)
+    start, n_conf = _plan_.window(lambdas, lm_pos, lm_neg, offset, top_support, np.max(k_hi - k_lo, axis=-1) + 1, step, tail)
     over = n_conf > max_grid
     if np.any(over) and not skip_over_limit:
-        _acc._raise_window_limit(over, n_conf, steps, step, max_grid)
+        _plan_.raise_window_limit(over, n_conf, steps, step, max_grid)
     res = {"eps": [np.full(len(deltas), np.nan)] * nconf, "n": n_conf, "tau_up": np.zeros(nconf), "roundoff": np.zeros(nconf),
            "pld": [None] * nconf}
-    at_once = not keep and float(np.min(deltas)) < _acc.TILT_ALWAYS_BELOW
+    at_once = not keep and float(np.min(deltas)) < _plan_.TILT_ALWAYS_BELOW
     for i in np.flatnonzero(~over):
         n = int(n_conf[i])
         p = rows[i][:, :n] if rows[i].shape[-1] >= n else np.pad(rows[i], ((0, 0), (0, n - rows[i].shape[-1])))
@@ -150,12 +124,12 @@ def _compose_set(rows, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, 
             eps = [0.0 if keep and d_i == 0 else _epsilon(out, start[i], inf_out - tau_lo - roundoff, step, d)
                    for d_i, d in enumerate(deltas)]
         elif keep:  # bounded through the tilts aimed at KEPT_TILTS: one window for every delta
-            bound = _tilted_bound(n, step, args, _acc.KEPT_TILTS)
+            bound = _tilted_bound(n, step, args, _plan_.KEPT_TILTS)
             out_p, inf_p = _pld.pessimistic_window(out, inf_out, tau_up, tau_lo, roundoff, bound)
             res["pld"][i] = _trim(out_p, start[i], np.asarray(inf_p), tail, True)
             eps = [0.0] + [_epsilon(out_p, start[i], inf_p, step, d) for d in deltas[1:]]
         else:  # a tilt aimed at each asked delta, where the engine takes one (TILT_NEEDED, TILT_ALWAYS_BELOW)
-            tilt = at_once or roundoff > _acc.TILT_NEEDED * float(np.min(deltas))
+            tilt = at_once or roundoff > _plan_.TILT_NEEDED * float(np.min(deltas))
             eps = []
             for d in deltas:
                 bound = _tilted_bound(n, step, args, (d,)) if tilt else None
