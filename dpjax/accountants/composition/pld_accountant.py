@@ -31,7 +31,7 @@ from . import pld_pairs
 from ..curve import PrivacyCurve, Provenance
 from .pld_bracket import DEFAULT_TAIL, PLDBracket, RDPFallback, _flag, _trim, compose_plds
 from .pld_plan import (KEPT_TILTS, MAX_GRID, TILT_ALWAYS_BELOW, TILT_NEEDED, GridLimitError, _next_pow2, numpy_applies,
-                       raise_window_limit as _raise_window_limit, window as _window)
+                       raise_window_limit as _raise_window_limit, symmetrised_sets, window as _window)
 
 MECHANISMS = ("gaussian", "laplace")
 DEFAULT_INTERVAL = 1e-4  # dp_accounting's default value_discretization_interval
@@ -402,11 +402,7 @@ def _discretise_group(plan, idx, length, step, optimistic=True):
         disc_len = max(length, 2 * k_top + 1)
         pess, pess_inf, (opt_r, opt_a) = _in_chunks_device(_symmetrised_batch, (sigma, q), _chunk_for(disc_len * sigma.shape[1]),
                                                     k_top=k_top, length=disc_len, step=step, base=base)
-        zeros = np.zeros(sigma.shape)
-        k_opt = np.full(sigma.shape, k_top - disc_len + 1, np.int64)
-        top = np.full(sigma.shape, k_top, np.int64)
-        sets = [(pess, pess_inf, np.full(sigma.shape, -k_top, np.int64), top, True),
-                (opt_r, zeros, k_opt, top, False), (opt_a, zeros, k_opt, top, False)]
+        sets = symmetrised_sets(pess, pess_inf, opt_r, opt_a, sigma.shape, k_top, disc_len)
     else:
         k_lo, k_hi = plan.k_lo[idx], plan.k_hi[idx]  # k_hi: the real top of each grid (the arrays are padded to ``length``)
         pess, pess_inf, opt, opt_inf = _discretise_exact(plan.kind, sigma, q, k_lo, k_hi, length, step, optimistic)

@@ -61,11 +61,7 @@ def _discretise_group(plan, idx, length, step, optimistic):
         pess_inf = np.array([[st[1] for st in conf] for conf in stages])
         opt_r = [np.stack([st[2][0] for st in conf]) for conf in stages]
         opt_a = [np.stack([st[2][1] for st in conf]) for conf in stages]
-        zeros = np.zeros(sigma.shape)
-        k_opt = np.full(sigma.shape, k_top - disc_len + 1, np.int64)
-        top = np.full(sigma.shape, k_top, np.int64)
-        sets = [(pess, pess_inf, np.full(sigma.shape, -k_top, np.int64), top, True),
-                (opt_r, zeros, k_opt, top, False), (opt_a, zeros, k_opt, top, False)]
+        sets = _plan_.symmetrised_sets(pess, pess_inf, opt_r, opt_a, sigma.shape, k_top, disc_len)
     else:
         k_lo, k_hi = plan.k_lo[idx], plan.k_hi[idx]
         base, mirrored = pld_pairs.unmirrored(plan.kind)

@@ -41,15 +41,6 @@ ACCELERATOR_MAX_CONFIGURATIONS = 8
 MAX_GRID_POINTS = 2**22
 
 
-def applies(nconf: int, grid_points) -> bool:
-    """Whether a job of ``nconf`` configurations whose steps need ``grid_points`` grid points
-    each runs in numpy (:data:`MAX_CONFIGURATIONS` on a CPU, :data:`ACCELERATOR_MAX_CONFIGURATIONS`
-    on an accelerator, :data:`MAX_GRID_POINTS`)."""
-    if nconf > MAX_CONFIGURATIONS or int(np.max(grid_points)) > MAX_GRID_POINTS:
-        return False
-    return nconf <= ACCELERATOR_MAX_CONFIGURATIONS or jax.default_backend() == "cpu"
-
-
 def numpy_applies(nconf: int, grid_points) -> bool:
     """Whether a job of ``nconf`` configurations whose steps need ``grid_points`` grid points
     each runs in numpy (:data:`MAX_CONFIGURATIONS` on a CPU, :data:`ACCELERATOR_MAX_CONFIGURATIONS`
@@ -57,6 +48,17 @@ def numpy_applies(nconf: int, grid_points) -> bool:
     if nconf > MAX_CONFIGURATIONS or int(np.max(grid_points)) > MAX_GRID_POINTS:
         return False
     return nconf <= ACCELERATOR_MAX_CONFIGURATIONS or jax.default_backend() == "cpu"
+
+
+def symmetrised_sets(pess, pess_inf, opt_r, opt_a, shape, k_top: int, length: int) -> list:
+    """The sets to compose of a symmetrised pair (:func:`.pld._symmetrised_one`), discretised
+    on ``length`` points up to grid index ``k_top`` for configurations of ``shape`` (B, S): the
+    pessimistic PMFs (on -k_top .. k_top, with their mass at +inf), then each direction's
+    optimistic PMF (the larger of the two is taken after composition)."""
+    zeros = np.zeros(shape)
+    k_opt = np.full(shape, k_top - length + 1, np.int64)
+    top = np.full(shape, k_top, np.int64)
+    return [(pess, pess_inf, np.full(shape, -k_top, np.int64), top, True), (opt_r, zeros, k_opt, top, False), (opt_a, zeros, k_opt, top, False)]
 
 
 class GridLimitError(ValueError):
