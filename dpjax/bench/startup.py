@@ -52,23 +52,18 @@ _COUNT_COMPILES = textwrap.dedent(
     """
 )
 
+
+
+def _accountant_task(function: str, answer: str) -> str:
+    """A task's script: import ``function`` from dpjax.accountants, then time ``answer``."""
+    return (f"start = time.perf_counter()\nfrom dpjax.accountants import {function}\nimported = time.perf_counter()\n"
+            f"answer = {answer}\n")
+
+
 TASKS = {
-    "pld_curve(1.0, 0.05, 300)": textwrap.dedent(
-        """
-        start = time.perf_counter()
-        from dpjax.accountants import pld_curve
-        imported = time.perf_counter()
-        answer = pld_curve(1.0, 0.05, 300).epsilon(1e-5)
-        """
-    ),
-    "calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000)": textwrap.dedent(
-        """
-        start = time.perf_counter()
-        from dpjax.accountants import calibrate_noise_multiplier
-        imported = time.perf_counter()
-        answer = calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000).value
-        """
-    ),
+    "pld_curve(1.0, 0.05, 300)": _accountant_task("pld_curve", "pld_curve(1.0, 0.05, 300).epsilon(1e-5)"),
+    "calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000)": _accountant_task(
+        "calibrate_noise_multiplier", "calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000).value"),
     "reproduce breast-cancer-audit --quick": textwrap.dedent(
         """
         start = time.perf_counter()
@@ -86,14 +81,7 @@ TASKS = {
     # issue 38 item 7: every calibration answers or refuses within 10 s. The first answers 254
     # steps; the second is the issue's input, which the PLD refuses (its grid resolves nothing
     # at that delta): its answer is recorded as 0, so that the three states must agree on it too
-    "calibrate_steps(1.0, 1e-5, 1.0, 0.01)": textwrap.dedent(
-        """
-        start = time.perf_counter()
-        from dpjax.accountants import calibrate_steps
-        imported = time.perf_counter()
-        answer = calibrate_steps(1.0, 1e-5, 1.0, 0.01).value
-        """
-    ),
+    "calibrate_steps(1.0, 1e-5, 1.0, 0.01)": _accountant_task("calibrate_steps", "calibrate_steps(1.0, 1e-5, 1.0, 0.01).value"),
     "calibrate_steps(1, 1e-5, 1000.0, 0.01), refused": textwrap.dedent(
         """
         start = time.perf_counter()

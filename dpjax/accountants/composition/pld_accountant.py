@@ -27,9 +27,9 @@ import numpy as np
 from ... import _validate, _x64
 from .. import _convention
 from . import pld as _pld
-from . import pld_pairs
+from . import pld_numpy, pld_pairs
 from ..curve import PrivacyCurve, Provenance
-from .pld_bracket import DEFAULT_TAIL, PLDBracket, RDPFallback, _flag, _trim, compose_plds
+from .pld_bracket import DEFAULT_TAIL, PLDBracket, PLDEpsilons, RDPFallback, _flag, _trim, compose_plds
 from .pld_plan import (KEPT_TILTS, MAX_GRID, TILT_ALWAYS_BELOW, TILT_NEEDED, GridLimitError, _next_pow2, numpy_applies,
                        raise_window_limit as _raise_window_limit, symmetrised_sets, window as _window)
 
@@ -318,8 +318,6 @@ def _run(kind, sigma, q, steps, step, tail, deltas, keep, max_grid=MAX_GRID, opt
     groups = [np.flatnonzero(length_pow2 == length) for length in np.unique(length_pow2)]
     idx = np.concatenate(groups)
     # a few configurations in numpy (no compilation: pld_numpy), more by the jitted engine
-    from . import pld_numpy
-
     engine = pld_numpy.composed_sets if numpy_applies(nconf, length_each) else _composed_sets
     try:
         composed = engine(plan, groups, np.unique(length_pow2), step, tail, deltas, keep, max_grid, optimistic, skip_over_limit)
@@ -722,7 +720,7 @@ def pld_epsilons(
     value_discretization_interval: float = DEFAULT_INTERVAL,
     tail_mass: float = DEFAULT_TAIL,
     optimistic: bool = True,
-) -> "PLDEpsilons":
+) -> PLDEpsilons:
     """The pessimistic and optimistic eps at ``delta`` (a scalar) for a batch of configurations,
     as a :class:`~dpjax.accountants.composition.pld_bracket.PLDEpsilons` (``.epsilon``,
     ``.optimistic_epsilon``), without keeping the PLDs (the fast path for many configurations:
@@ -737,8 +735,6 @@ def pld_epsilons(
     shape = np.broadcast_shapes(sigma.shape, q.shape, t.shape)
     pess, opt = _epsilons(*(np.broadcast_to(a, shape).reshape(-1) for a in (sigma, q, t)), float(d), adjacency, sampling,
                           mechanism, h, tail, optimistic)
-    from .pld_bracket import PLDEpsilons
-
     return PLDEpsilons(pess.reshape(shape), opt.reshape(shape), float(d), h)
 
 

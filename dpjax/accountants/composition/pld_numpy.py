@@ -20,14 +20,13 @@ power of two n.
 """
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from .. import _xp
 from . import pld as _pld
-from . import pld_plan as _plan_
-from . import pld_pairs
+from . import pld_pairs, pld_plan
 from .pld_bracket import _trim
+
 
 def composed_sets(plan, groups, lengths, step, tail, deltas, keep, max_grid, optimistic, skip_over_limit):
     """As :func:`.pld_accountant._composed_sets`: (pessimistic?, result) of each set of stage
@@ -61,7 +60,7 @@ def _discretise_group(plan, idx, length, step, optimistic):
         pess_inf = np.array([[st[1] for st in conf] for conf in stages])
         opt_r = [np.stack([st[2][0] for st in conf]) for conf in stages]
         opt_a = [np.stack([st[2][1] for st in conf]) for conf in stages]
-        sets = _plan_.symmetrised_sets(pess, pess_inf, opt_r, opt_a, sigma.shape, k_top, disc_len)
+        sets = pld_plan.symmetrised_sets(pess, pess_inf, opt_r, opt_a, sigma.shape, k_top, disc_len)
     else:
         k_lo, k_hi = plan.k_lo[idx], plan.k_hi[idx]
         base, mirrored = pld_pairs.unmirrored(plan.kind)
@@ -97,13 +96,13 @@ def _compose_set(rows, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, 
     lambdas, lm_pos, lm_neg = (np.stack([c[j] for c in chernoff]) for j in range(3))
     offset = np.sum(steps * k_lo, axis=-1)
     top_support = np.sum(steps * k_hi, axis=-1)
-    start, n_conf = _plan_.window(lambdas, lm_pos, lm_neg, offset, top_support, np.max(k_hi - k_lo, axis=-1) + 1, step, tail)
+    start, n_conf = pld_plan.window(lambdas, lm_pos, lm_neg, offset, top_support, np.max(k_hi - k_lo, axis=-1) + 1, step, tail)
     over = n_conf > max_grid
     if np.any(over) and not skip_over_limit:
-        _plan_.raise_window_limit(over, n_conf, steps, step, max_grid)
+        pld_plan.raise_window_limit(over, n_conf, steps, step, max_grid)
     res = {"eps": [np.full(len(deltas), np.nan)] * nconf, "n": n_conf, "tau_up": np.zeros(nconf), "roundoff": np.zeros(nconf),
            "pld": [None] * nconf}
-    at_once = not keep and float(np.min(deltas)) < _plan_.TILT_ALWAYS_BELOW
+    at_once = not keep and float(np.min(deltas)) < pld_plan.TILT_ALWAYS_BELOW
     for i in np.flatnonzero(~over):
         n = int(n_conf[i])
         p = rows[i][:, :n] if rows[i].shape[-1] >= n else np.pad(rows[i], ((0, 0), (0, n - rows[i].shape[-1])))
@@ -120,12 +119,12 @@ def _compose_set(rows, inf, k_lo, k_hi, steps, step, tail, pessimistic, deltas, 
             eps = [0.0 if keep and d_i == 0 else _epsilon(out, start[i], inf_out - tau_lo - roundoff, step, d)
                    for d_i, d in enumerate(deltas)]
         elif keep:  # bounded through the tilts aimed at KEPT_TILTS: one window for every delta
-            bound = _tilted_bound(n, step, args, _plan_.KEPT_TILTS)
+            bound = _tilted_bound(n, step, args, pld_plan.KEPT_TILTS)
             out_p, inf_p = _pld.pessimistic_window(out, inf_out, tau_up, tau_lo, roundoff, bound)
             res["pld"][i] = _trim(out_p, start[i], np.asarray(inf_p), tail, True)
             eps = [0.0] + [_epsilon(out_p, start[i], inf_p, step, d) for d in deltas[1:]]
         else:  # a tilt aimed at each asked delta, where the engine takes one (TILT_NEEDED, TILT_ALWAYS_BELOW)
-            tilt = at_once or roundoff > _plan_.TILT_NEEDED * float(np.min(deltas))
+            tilt = at_once or roundoff > pld_plan.TILT_NEEDED * float(np.min(deltas))
             eps = []
             for d in deltas:
                 bound = _tilted_bound(n, step, args, (d,)) if tilt else None
