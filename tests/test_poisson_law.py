@@ -145,6 +145,24 @@ def test_geometric_gaps_are_exact_at_their_edges():
             assert g == min(exact, cap), (q, h, lo_, g, exact)
 
 
+def test_log_of_a_uniform_is_within_3_ulps_of_the_exact_log():
+    # the gaps' log (randomness.log_unit: bits, a series and basic arithmetic) against 40-digit
+    # mpmath: random uniforms, tiny ones, both sides of the series' switch at sqrt(1/2) and the
+    # powers of two near 0 and 1, where the exponent and the series meet
+    import mpmath
+
+    mpmath.mp.dps = 40
+    rs = np.random.RandomState(1)
+    edge = np.sqrt(0.5)
+    u = np.concatenate([rs.rand(1500), np.exp(-36 * rs.rand(500)), 2.0 ** -np.arange(1, 54), 1 - 2.0 ** -np.arange(1, 54),
+                        [np.nextafter(edge, 0), edge, np.nextafter(edge, 1), 2 ** -53 * 0.5 + 2 ** -54]])
+    with jax.enable_x64(True):
+        got = np.asarray(jax.jit(randomness.log_unit)(jnp.asarray(u, jnp.float64)))
+    exact = np.array([float(mpmath.log(mpmath.mpf(float(v)))) for v in u])  # correctly rounded
+    ulps = np.abs(got - exact) / np.spacing(np.abs(exact))
+    assert ulps.max() <= 3, (u[ulps.argmax()], ulps.max())
+
+
 def test_positions_do_not_overflow_int32():
     # capacity x n beyond 2^31: the partial sums are taken in int64 and capped at n
     n = 2**30

@@ -30,7 +30,8 @@ Derived variates, each an exact integer computation or one fixed float formula, 
   relative bias below n / 2^64.
 * :func:`bernoulli` — a 64-bit word below floor(q 2^64): probability q up to 2^-64.
 * :func:`geometric_gaps` — the gaps between a Poisson batch's members, Geometric(q) from a
-  53-bit uniform in float64 (the INCLUSION stream's word j is the j-th gap).
+  53-bit uniform in float64, its log from the bits by a series (:func:`log_unit`) (the INCLUSION
+  stream's word j is the j-th gap).
 
 The 64-bit integer arithmetic runs on uint64 in JAX's 64-bit mode and on 16-bit limbs of uint32
 otherwise; both give the same words (tested), so float32 runs need no 64-bit mode.
@@ -498,6 +499,41 @@ def index_words_from(words: jax.Array, step, stream: int, first, count: int) -> 
     return lax.dynamic_slice_in_dim(high, skip, count, axis=-1), lax.dynamic_slice_in_dim(low, skip, count, axis=-1)
 
 
+# ln 2 split as fdlibm's log does: _LN2_HI has its low 21 bits zero, so e * _LN2_HI is exact for
+# any float64 exponent e
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_ATANH_SERIES = tuple(2.0 / (2 * k + 1) for k in range(11))  # log m = sum 2 s^(2k+1) / (2k+1)
+_SQRT2 = math.sqrt(2.0)
+
+
+def log_unit(u: jax.Array) -> jax.Array:
+    """log u for float64 u in (0, 1), normal, from the bits and basic arithmetic: within 3 units
+    in the last place of the exact value (the rounding of s, of the series and of the two final
+    sums, and near u = sqrt(1/2) the cancellation of e ln 2 against log m; at most 2 measured
+    against 40-digit mpmath over 4,000 values, 83% correctly rounded).
+
+    u = 2^e m with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s), s = (m - 1) / (m + 1),
+    abs(s) <= 0.172, eleven terms of the series (the next term is below 2^-60); e ln 2 in two
+    parts. Why not ``jnp.log``: XLA's CPU backend evaluates a float64 log at a few Philox words'
+    cost (most of a Poisson walk's own work; this form made the step 1.08-1.10x faster,
+    BENCHMARKS.md, issue 36); this form vectorises, and its additions, products and divisions
+    are the same IEEE operations on every device, so every path gets the same gaps (a float64
+    log's last bit is each library's own)."""
+    bits = lax.bitcast_convert_type(u, jnp.int64)
+    exponent = (bits >> 52) - 1023
+    m = lax.bitcast_convert_type((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000, jnp.float64)  # [1, 2)
+    big = m > _SQRT2
+    m = jnp.where(big, 0.5 * m, m)
+    e = (exponent + big.astype(jnp.int64)).astype(jnp.float64)
+    s = (m - 1.0) / (m + 1.0)
+    s2 = s * s
+    series = _ATANH_SERIES[-1]
+    for c in _ATANH_SERIES[-2::-1]:
+        series = series * s2 + c
+    return e * _LN2_HI + (s * series + e * _LN2_LO)
+
+
 def geometric_gaps(high: jax.Array, low: jax.Array, rate, cap: int) -> jax.Array:
     """Gaps G = 1 + floor(log U / log(1 - rate)) between consecutive members of a Poisson
     (Bernoulli(rate) per slot) subset, one per 64-bit word, capped at ``cap`` (int32).
@@ -505,14 +541,16 @@ def geometric_gaps(high: jax.Array, low: jax.Array, rate, cap: int) -> jax.Array
     P(G > k) = P(U <= (1 - q)^k) = (1 - q)^k: G is Geometric(q) on {1, 2, ...}, so the partial
     sums of i.i.d. gaps mark each slot independently with probability q (Devroye 1986, Non-Uniform
     Random Variate Generation, Sec. X.2: the sequential method for Bernoulli trials). U is
-    :func:`uniform_53` and the arithmetic float64 whatever the run's dtype (the same gaps on every
-    path and in float32 runs), so the law is exact up to the 2^-53 granularity of U. A gap at or
+    :func:`uniform_53`, log U is :func:`log_unit`, and the arithmetic is float64 whatever the run's
+    dtype (the same gaps on every path and in float32 runs), so the law is exact up to the 2^-53
+    granularity of U (and a ratio within ~1e-15 relative of an integer, where rounding decides
+    the floor, i.e. a probability of order 1e-13 per gap). A gap at or
     beyond ``cap`` = n + 1 only says "no further member" (from any partial sum >= -1 it lands past
     slot n - 1), so capping changes no batch; q = 1 gives gaps of 1 (log(1 - q) = -inf)."""
     with jax.enable_x64(True):
         u = uniform_53(high, low)
         q = jnp.asarray(rate).astype(jnp.float64)
-        ratio = jnp.log(u) / jnp.log1p(-q)  # >= 0 (+0 when q = 1)
+        ratio = log_unit(u) / jnp.log1p(-q)  # >= 0 (+0 when q = 1)
         return (jnp.minimum(jnp.floor(ratio), cap - 1) + 1).astype(jnp.int32)
 
 
