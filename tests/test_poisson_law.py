@@ -161,6 +161,9 @@ def test_log_of_a_uniform_is_within_3_ulps_of_the_exact_log():
     exact = np.array([float(mpmath.log(mpmath.mpf(float(v)))) for v in u])  # correctly rounded
     ulps = np.abs(got - exact) / np.spacing(np.abs(exact))
     assert ulps.max() <= 3, (u[ulps.argmax()], ulps.max())
+    # outside JAX's 64-bit mode too: float64 bits and result whatever the caller's mode
+    half = randomness.log_unit(jnp.asarray(0.5, jnp.float32))
+    assert half.dtype == jnp.float64 and float(half) == float(np.log(0.5))
 
 
 def test_positions_do_not_overflow_int32():

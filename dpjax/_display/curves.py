@@ -149,8 +149,6 @@ def loss_profile_figure(r):
     return fig
 
 
-
-
 def _values(x, digits: int = 4) -> str:
     """A number, or a batch as ``[a, b, ..., z] (n values)``."""
     arr = np.asarray(x, dtype=float)

@@ -53,11 +53,11 @@ _COUNT_COMPILES = textwrap.dedent(
 )
 
 
-
 def _accountant_task(function: str, answer: str) -> str:
-    """A task's script: import ``function`` from dpjax.accountants, then time ``answer``."""
-    return (f"start = time.perf_counter()\nfrom dpjax.accountants import {function}\nimported = time.perf_counter()\n"
-            f"answer = {answer}\n")
+    """A task's script: import ``function`` from dpjax.accountants, then time ``answer`` (an
+    expression, or lines of code that set ``answer``)."""
+    body = answer if "\n" in answer else f"answer = {answer}\n"
+    return f"start = time.perf_counter()\nfrom dpjax.accountants import {function}\nimported = time.perf_counter()\n{body}"
 
 
 TASKS = {
@@ -82,19 +82,15 @@ TASKS = {
     # steps; the second is the issue's input, which the PLD refuses (its grid resolves nothing
     # at that delta): its answer is recorded as 0, so that the three states must agree on it too
     "calibrate_steps(1.0, 1e-5, 1.0, 0.01)": _accountant_task("calibrate_steps", "calibrate_steps(1.0, 1e-5, 1.0, 0.01).value"),
-    "calibrate_steps(1, 1e-5, 1000.0, 0.01), refused": textwrap.dedent(
-        """
-        start = time.perf_counter()
-        from dpjax.accountants import calibrate_steps
-        imported = time.perf_counter()
+    "calibrate_steps(1, 1e-5, 1000.0, 0.01), refused": _accountant_task("calibrate_steps", textwrap.dedent(
+        """\
         try:
             answer = calibrate_steps(1, 1e-5, 1000.0, 0.01).value
         except ValueError as err:
             if "accountant='rdp'" not in str(err):
                 raise
             answer = 0
-        """
-    ),
+        """)),
 }
 _TASK_FLAGS = dict(zip(("pld", "calibrate", "audit", "steps", "steps-refused"), TASKS))  # --tasks NAME -> the task
 _IN_ALL = ("pld", "calibrate", "audit")  # what --tasks all measures (the issue-24 set)
