@@ -54,7 +54,6 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..accountants.curve import PrivacyCurve, Provenance
-from .. import _validate
 from .lower_bound import _check_orders, renyi_lower_bounds
 from .plugin import bias_aware_interval, binned_bootstrap
 from .statistics import Statistic, check_confidence

@@ -811,8 +811,6 @@ def _replace_one_poisson(cfg: _Config, run, method: str) -> PrivacyCurve:
     """Poisson batches with a replace-one pair: the path is accounted by the PLD accountant's
     replace-one pair (each record's contribution bounded by the gradient bound G, noise
     multiplier sigma b / (2 G)); ``auto`` adds the shifted-interpolation GDP bound beside it."""
-    from ..composition.pld_accountant import pld_curve
-
     if not math.isfinite(run.gradient_bound) and method == "auto":
         prov = Provenance(f"{_SI_RESULT}; {_constants_text(cfg)}; composition unavailable (unbounded record gradients, "
                           "replace-one with Poisson batches)", "bound", _assumptions(cfg, "shifted-interpolation") + tuple(run.assumptions),
